@@ -1,0 +1,359 @@
+"""Build the message list for one LLM call, and a report of what went in and why (spec §3).
+
+`build_context` is a pure function of its inputs: the same stored data gives the same
+output, byte for byte. It reads the agent's memory newest first and stops as soon as it has
+enough, so its cost depends on the history limit, not on the size of the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from recall.core.models import AgentProfile, ContextFilter, Message
+from recall.core.routing import Verdict, history_verdict, is_own
+from recall.core.tokens import REPLY_PRIMING, TokenCounter
+from recall.errors import BudgetExceededError, InvalidInputError
+
+SUMMARY_HEADER = "Previous conversation summary:\n"
+
+#: Sections in output order. `summary` holds the compressed part of the history.
+SECTIONS = ("system_prompt", "memory", "long_term", "similar", "observations", "summary", "history", "incoming")
+
+
+class Summarizer(Protocol):
+    """Turns older history into a short summary (an LLM, once one is configured)."""
+
+    def summarize(self, messages: Sequence[Message]) -> str: ...
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """A system-role context message placed between the system prompt and the history."""
+
+    section: str
+    content: str
+    items: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ContextMessage:
+    """One message of a built context, independent of the provider format."""
+
+    role: str
+    content: str
+    section: str
+    tokens: int
+    name: str | None = None
+    source_id: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    """One candidate message or block: where it went, or why it was left out."""
+
+    kind: str
+    id: int | str | None
+    included: bool
+    section: str | None = None
+    reason: str | None = None
+    tokens: int = 0
+    sender: str | None = None
+    chat_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "id": self.id, "included": self.included}
+        if self.sender is not None:
+            d["sender"] = self.sender
+        if self.kind == "message":
+            d["chat_id"] = self.chat_id
+        if self.included:
+            d["section"] = self.section
+            d["tokens"] = self.tokens
+        else:
+            d["reason"] = self.reason
+        return d
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    agent_id: str
+    chat_id: str | None
+    encoding: str
+    budget: int
+    total_tokens: int
+    sections: dict[str, int]
+    history_limit: int
+    context_filter: str
+    incoming_count: int
+    items: tuple[ReportItem, ...]
+    #: Exclusions counted without listing each message (older than the depth, other chats).
+    unlisted: dict[str, int]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def excluded(self) -> dict[str, int]:
+        """Excluded candidates by reason, listed and unlisted together."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            if not item.included and item.reason:
+                counts[item.reason] = counts.get(item.reason, 0) + 1
+        for reason, n in self.unlisted.items():
+            counts[reason] = counts.get(reason, 0) + n
+        return dict(sorted(counts.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent_id": self.agent_id,
+            "chat_id": self.chat_id,
+            "encoding": self.encoding,
+            "budget": self.budget,
+            "total_tokens": self.total_tokens,
+            "sections": dict(self.sections),
+            "history_limit": self.history_limit,
+            "context_filter": self.context_filter,
+            "incoming_count": self.incoming_count,
+            "excluded": self.excluded,
+            "items": [item.to_dict() for item in self.items],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    agent: AgentProfile
+    chat_id: str | None
+    system_prompt: str
+    #: The agent's memory (what was delivered to it plus what it wrote), NEWEST FIRST.
+    #: Read lazily: only as much as the history limit needs is consumed.
+    memory: Iterable[Message]
+    history_limit: int
+    max_tokens: int
+    counter: TokenCounter
+    #: How many messages of the agent's memory are in this chat / in other chats, when the
+    #: caller knows; lets the report count what was never read.
+    chat_memory_total: int | None = None
+    other_chat_total: int = 0
+    blocks: Sequence[ContextBlock] = ()
+    #: The message the call answers; the incoming part ends with it.
+    trigger_id: int | None = None
+    summarizer: Summarizer | None = None
+    compress_above: int = 20
+    compress_keep_recent: int = 5
+
+
+@dataclass(frozen=True)
+class Context:
+    messages: tuple[ContextMessage, ...]
+    report: ContextReport
+
+    def openai(self) -> list[dict[str, Any]]:
+        from recall.core.formats import to_openai
+
+        return to_openai(self.messages)
+
+    def anthropic(self) -> dict[str, Any]:
+        from recall.core.formats import to_anthropic
+
+        return to_anthropic(self.messages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": self.openai(), "report": self.report.to_dict()}
+
+
+@dataclass
+class _Scan:
+    """The outcome of reading the memory: incoming, history, and the report items so far."""
+
+    incoming: list[Message] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    items: list[ReportItem] = field(default_factory=list)
+    read_in_chat: int = 0
+    found_trigger: bool = True
+
+
+def _verdict(agent: AgentProfile, message: Message) -> Verdict:
+    if agent.context_filter is ContextFilter.ALL:
+        return Verdict(True)
+    return history_verdict(agent.id, message)
+
+
+def _excluded(message: Message, reason: str) -> ReportItem:
+    return ReportItem("message", message.id, False, reason=reason, sender=message.sender, chat_id=message.chat_id)
+
+
+def _scan_memory(req: ContextRequest) -> _Scan:
+    """Split the memory into incoming (new since the agent last spoke) and history.
+
+    Newest first: messages after the trigger are skipped; until the agent's own last
+    message, the messages it would respond to are incoming; from there on they are history.
+    Each part holds at most `history_limit` messages (older new ones fall to history).
+    """
+    scan = _Scan(found_trigger=req.trigger_id is None)
+    limit = req.history_limit
+    incoming_cap = max(limit, 1)  # a depth of 0 still shows what the agent is answering
+    seen_own = False
+    for message in req.memory:
+        if message.chat_id != req.chat_id:
+            scan.items.append(_excluded(message, "other-chat"))
+            continue
+        scan.read_in_chat += 1
+        if not scan.found_trigger:
+            if message.id != req.trigger_id:
+                scan.items.append(_excluded(message, "after-trigger"))
+                continue
+            scan.found_trigger = True
+        own = is_own(req.agent.id, message)
+        seen_own = seen_own or own
+        verdict = _verdict(req.agent, message)
+        if not verdict.addressed:
+            scan.items.append(_excluded(message, verdict.reason or "not-addressed"))
+        elif not seen_own and len(scan.incoming) < incoming_cap:
+            scan.incoming.append(message)
+        elif len(scan.history) < limit:
+            scan.history.append(message)
+        else:
+            scan.items.append(_excluded(message, "over-depth"))
+            break
+    scan.incoming.reverse()
+    scan.history.reverse()
+    return scan
+
+
+def _role(agent_id: str, message: Message) -> tuple[str, str | None, dict[str, Any]]:
+    """Role, name and extra OpenAI fields for a history or incoming message."""
+    if is_own(agent_id, message):
+        calls = message.metadata.get("tool_calls")
+        return "assistant", None, ({"tool_calls": calls} if calls else {})
+    call_id = message.metadata.get("tool_call_id")
+    if call_id and message.metadata.get("tool_result_for"):
+        return "tool", None, {"tool_call_id": call_id}
+    return "user", message.sender, {}
+
+
+def _to_context_message(req: ContextRequest, message: Message, section: str) -> ContextMessage:
+    role, name, extra = _role(req.agent.id, message)
+    tokens = req.counter.message(role, message.content, name)
+    return ContextMessage(role, message.content, section, tokens, name, message.id, extra)
+
+
+def _system(req: ContextRequest, content: str, section: str) -> ContextMessage:
+    return ContextMessage("system", content, section, req.counter.message("system", content))
+
+
+def _fit_history(
+    req: ContextRequest, history: list[ContextMessage], room: int, originals: dict[int, Message]
+) -> tuple[list[ContextMessage], list[ReportItem], list[str]]:
+    """Fit the history into `room` tokens: all of it, else compressed, else its newest part."""
+    if sum(m.tokens for m in history) <= room:
+        return history, [], []
+    notes: list[str] = []
+    if req.summarizer is not None and len(history) > req.compress_above:
+        keep = history[-req.compress_keep_recent :] if req.compress_keep_recent else []
+        older = history[: len(history) - len(keep)]
+        text = req.summarizer.summarize([originals[m.source_id] for m in older if m.source_id is not None])
+        summary = _system(req, SUMMARY_HEADER + text.strip(), "summary")
+        if summary.tokens + sum(m.tokens for m in keep) <= room:
+            dropped = [_excluded(originals[m.source_id], "compressed") for m in older if m.source_id is not None]
+            return [summary, *keep], dropped, [f"{len(older)} older history messages compressed into one summary"]
+        notes.append("the summary did not fit the budget; kept the newest messages that fit instead")
+    kept: list[ContextMessage] = []
+    used = 0
+    for message in reversed(history):
+        if used + message.tokens > room:
+            break
+        kept.append(message)
+        used += message.tokens
+    kept.reverse()
+    cut = history[: len(history) - len(kept)]
+    dropped = [_excluded(originals[m.source_id], "over-budget") for m in cut if m.source_id is not None]
+    notes.append(f"{len(cut)} older history messages did not fit the budget")
+    return kept, dropped, notes
+
+
+def build_context(req: ContextRequest) -> Context:
+    """Assemble system prompt, context blocks, history and incoming within the budget."""
+    if req.history_limit < 0:
+        raise InvalidInputError("history_limit", f"must be 0 or more, got {req.history_limit}")
+    if req.max_tokens <= 0:
+        raise InvalidInputError("max_tokens", f"must be a positive number of tokens, got {req.max_tokens}")
+
+    scan = _scan_memory(req)
+    if not scan.found_trigger:
+        raise InvalidInputError(
+            "message_id", f"message {req.trigger_id} is not in agent {req.agent.id!r}'s memory of this chat"
+        )
+    originals = {m.id: m for m in (*scan.history, *scan.incoming)}
+
+    system = [_system(req, req.system_prompt, "system_prompt")] if req.system_prompt else []
+    incoming = [_to_context_message(req, m, "incoming") for m in scan.incoming]
+    fixed = REPLY_PRIMING + sum(m.tokens for m in (*system, *incoming))
+    if fixed > req.max_tokens:
+        raise BudgetExceededError(fixed, req.max_tokens, "the system prompt and the incoming message(s)")
+
+    # Context blocks are optional: keep them in order while they fit.
+    blocks: list[ContextMessage] = []
+    items: list[ReportItem] = []
+    used = fixed
+    for block in req.blocks:
+        if not block.content:
+            continue
+        message = _system(req, block.content, block.section)
+        fits = used + message.tokens <= req.max_tokens
+        if fits:
+            blocks.append(message)
+            used += message.tokens
+        items.append(
+            ReportItem("block", block.section, fits, block.section, None if fits else "over-budget", message.tokens)
+        )
+
+    history_all = [_to_context_message(req, m, "history") for m in scan.history]
+    history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
+    messages = (*system, *blocks, *history, *incoming)
+
+    kept_ids = {m.source_id for m in messages if m.source_id is not None}
+    for m in (*history_all, *incoming):
+        if m.source_id in kept_ids:
+            source = originals[m.source_id]
+            items.append(
+                ReportItem("message", source.id, True, m.section, None, m.tokens, source.sender, source.chat_id)
+            )
+    items.extend(dropped)
+    items.extend(scan.items)
+    items.sort(key=_report_order)
+
+    unlisted: dict[str, int] = {}
+    if req.chat_memory_total is not None and req.chat_memory_total > scan.read_in_chat:
+        unlisted["over-depth"] = req.chat_memory_total - scan.read_in_chat
+    if req.other_chat_total:
+        unlisted["other-chat"] = req.other_chat_total
+
+    sections = {name: 0 for name in SECTIONS}
+    for m in messages:
+        sections[m.section] += m.tokens
+    if not incoming:
+        notes.append("nothing new: no message the agent would respond to since its last reply")
+    report = ContextReport(
+        agent_id=req.agent.id,
+        chat_id=req.chat_id,
+        encoding=req.counter.name,
+        budget=req.max_tokens,
+        total_tokens=REPLY_PRIMING + sum(m.tokens for m in messages),
+        sections=sections,
+        history_limit=req.history_limit,
+        context_filter=req.agent.context_filter.value,
+        incoming_count=len(incoming),
+        items=tuple(items),
+        unlisted=unlisted,
+        notes=tuple(notes),
+    )
+    return Context(messages, report)
+
+
+def _report_order(item: ReportItem) -> tuple[int, int]:
+    """Blocks first in their order, then messages oldest first."""
+    if item.kind == "block":
+        return (0, SECTIONS.index(str(item.id)) if item.id in SECTIONS else len(SECTIONS))
+    return (1, int(item.id) if isinstance(item.id, int) else 0)

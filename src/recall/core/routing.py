@@ -1,0 +1,142 @@
+"""Who a message is for: mention parsing, sender types, the would-respond rule, turn limits.
+
+One rule decides both whether an agent answers a message live and whether that message
+belongs in the agent's history later, so the two can never disagree (seed 000, option 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+
+from recall.core.models import Message, SenderType
+
+#: `@` then an ASCII word, optionally joined by `-` or `_` (an e-mail address matches too).
+MENTION = re.compile(r"@(\w+(?:[-_]\w+)*)", re.ASCII)
+
+TURN_LIMIT_MARKER = "Turn limit reached"
+
+#: Sender names anyone may post as without registering, with the type each stands for.
+RESERVED_SENDERS: dict[str, SenderType] = {
+    "human": SenderType.HUMAN,
+    "user": SenderType.HUMAN,
+    "you": SenderType.HUMAN,
+    "system": SenderType.SYSTEM,
+    "world": SenderType.WORLD,
+}
+
+
+def mentions(content: str) -> list[str]:
+    """Every mention anywhere in the content, lowercased, in order."""
+    return [m.lower() for m in MENTION.findall(content)]
+
+
+def paragraph_mentions(content: str) -> list[str]:
+    """The mention each line starts with (after leading whitespace), lowercased, in order.
+
+    Only the first token of a line counts: `@a @b hi` addresses `a`.
+    """
+    found: list[str] = []
+    for line in content.split("\n"):
+        match = MENTION.match(line.lstrip())
+        if match:
+            found.append(match.group(1).lower())
+    return found
+
+
+def sender_type(sender: str | None, humans: AbstractSet[str], agents: AbstractSet[str]) -> SenderType | None:
+    """The type a sender name stands for, or None when it is neither reserved nor registered.
+
+    `humans` and `agents` hold the world's registered ids, lowercased.
+    """
+    name = (sender or "").strip().lower()
+    if not name:
+        return SenderType.SYSTEM
+    if name in RESERVED_SENDERS:
+        return RESERVED_SENDERS[name]
+    if name in humans:
+        return SenderType.HUMAN
+    if name in agents:
+        return SenderType.AGENT
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether an agent is addressed by a message, and if not, why not (a report reason)."""
+
+    addressed: bool
+    reason: str | None = None
+
+
+def is_own(agent_id: str, message: Message) -> bool:
+    return message.sender.lower() == agent_id.lower()
+
+
+def is_own_tool_result(agent_id: str, message: Message) -> bool:
+    owner = message.metadata.get("tool_result_for")
+    return isinstance(owner, str) and owner.lower() == agent_id.lower()
+
+
+def addressing(agent_id: str, message: Message) -> Verdict:
+    """Spec §2 rules 2–6 for a message the agent did not write."""
+    me = agent_id.lower()
+    if TURN_LIMIT_MARKER in message.content:
+        return Verdict(False, "turn-limit-notice")
+    if message.sender_type is SenderType.SYSTEM:
+        return Verdict(False, "system-sender")
+    if message.sender_type is SenderType.WORLD:
+        return Verdict(True)
+    if message.sender_type is SenderType.HUMAN and not message.addressed:
+        # No line starts with a mention: public unless someone is mentioned mid-text.
+        return Verdict(True) if not message.mentions else Verdict(False, "not-addressed")
+    return Verdict(True) if me in message.addressed else Verdict(False, "not-addressed")
+
+
+def would_respond(agent_id: str, message: Message) -> bool:
+    """Live form: would this agent answer this message? Never its own."""
+    if is_own(agent_id, message):
+        return False
+    return addressing(agent_id, message).addressed
+
+
+def history_verdict(agent_id: str, message: Message) -> Verdict:
+    """History form: own messages and results of its own tool calls are always kept."""
+    if is_own(agent_id, message) or is_own_tool_result(agent_id, message):
+        return Verdict(True)
+    return addressing(agent_id, message)
+
+
+def turn_limit_notice(limit: int) -> str:
+    return f"@human {TURN_LIMIT_MARKER} ({limit} LLM calls). Please take control of the conversation."
+
+
+def resets_turns(message: Message) -> bool:
+    """A human or world message gives every agent its turns back."""
+    return message.sender_type in (SenderType.HUMAN, SenderType.WORLD)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What an agent does with one incoming message, given its turn counter."""
+
+    respond: bool
+    #: The agent's turn counter to use from now on (0 after a human or world message).
+    turn_count: int
+    #: Text the agent posts as itself instead of answering, when the limit stops it.
+    notice: str | None = None
+    reason: str | None = None
+
+
+def decide(agent_id: str, message: Message, turn_count: int, turn_limit: int) -> Decision:
+    """The live decision, turn limit included (spec §2)."""
+    count = 0 if resets_turns(message) else turn_count
+    if is_own(agent_id, message):
+        return Decision(False, count, reason="own")
+    verdict = addressing(agent_id, message)
+    if not verdict.addressed:
+        return Decision(False, count, reason=verdict.reason)
+    if count >= turn_limit:
+        return Decision(False, count, notice=turn_limit_notice(turn_limit), reason="turn-limit")
+    return Decision(True, count)

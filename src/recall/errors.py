@@ -1,0 +1,59 @@
+"""Typed errors: each says what was wrong and what to do about it.
+
+Every interface (Python, HTTP, CLI) raises or maps these, so a caller can act on the
+type and show the message as it is.
+"""
+
+from __future__ import annotations
+
+
+class RecallError(Exception):
+    """Base class of every error recall raises on purpose."""
+
+
+class InvalidInputError(RecallError, ValueError):
+    """The caller passed something recall cannot accept; nothing was stored."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class NotFoundError(RecallError, LookupError):
+    """A world, participant or message the caller named does not exist."""
+
+
+class UnknownWorldError(NotFoundError):
+    def __init__(self, world_id: str) -> None:
+        self.world_id = world_id
+        super().__init__(
+            f"unknown world {world_id!r}: create it first "
+            f"(Recall.world({world_id!r}, create=True) or `recall world create {world_id}`)"
+        )
+
+
+class UnknownParticipantError(NotFoundError):
+    def __init__(self, world_id: str, participant_id: str, kind: str = "participant") -> None:
+        self.world_id = world_id
+        self.participant_id = participant_id
+        super().__init__(
+            f"unknown {kind} {participant_id!r} in world {world_id!r}: register it first "
+            f"(world.add_agent(...) / world.add_human(...), or `recall agent add` / `recall human add`)"
+        )
+
+
+class ConflictError(RecallError):
+    """The thing the caller tried to create already exists in an incompatible form."""
+
+
+class BudgetExceededError(RecallError):
+    """The parts of a context that are never cut do not fit the token budget."""
+
+    def __init__(self, needed: int, budget: int, detail: str) -> None:
+        self.needed = needed
+        self.budget = budget
+        super().__init__(
+            f"max_tokens={budget} is too small: {detail} alone need {needed} tokens; "
+            f"raise max_tokens to at least {needed} or shorten them"
+        )

@@ -1,0 +1,436 @@
+"""The use cases: every interface (Python, HTTP, MCP, CLI, UI) calls these, so none disagree.
+
+The service validates input, runs the pure core (routing, context building) on what the
+store returns, and hands the store whole writes to commit in one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from recall.core import observations as obs
+from recall.core.context import Context, ContextBlock, ContextRequest, Summarizer, build_context
+from recall.core.models import CHANNELS, AgentProfile, ContextFilter, Message
+from recall.core.prompt import build_system_prompt
+from recall.core.routing import (
+    RESERVED_SENDERS,
+    Decision,
+    decide,
+    mentions,
+    paragraph_mentions,
+    resets_turns,
+    sender_type,
+)
+from recall.core.tokens import TokenCounter, context_window, encoding_for_model
+from recall.errors import (
+    ConflictError,
+    InvalidInputError,
+    UnknownParticipantError,
+    UnknownWorldError,
+)
+from recall.settings import Settings
+from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
+
+#: Ids of worlds, chats and participants: an ASCII word, optionally joined by `-` or `_`,
+#: so every participant can be @mentioned and its id is a valid OpenAI `name`.
+ID_PATTERN = re.compile(r"[A-Za-z0-9_]+(?:[-_][A-Za-z0-9_]+)*", re.ASCII)
+MAX_ID_LENGTH = 64
+MAX_HISTORY_LIMIT = 10_000
+IMPORT_BATCH = 1000
+
+
+def _check_id(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(field, "must be a non-empty string")
+    if len(value) > MAX_ID_LENGTH or not ID_PATTERN.fullmatch(value):
+        raise InvalidInputError(
+            field,
+            f"{value!r} is not a valid id: use up to {MAX_ID_LENGTH} ASCII letters, digits, '_' and '-' "
+            "(not at the start or end), e.g. 'support-bot'",
+        )
+    return value
+
+
+def _check_int(field: str, value: object, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(field, f"must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise InvalidInputError(field, f"must be {bound}, got {value}")
+    return value
+
+
+def _check_chat(chat_id: str | None) -> str | None:
+    return None if chat_id is None or chat_id == "" else _check_id("chat_id", chat_id)
+
+
+def parse_timestamp(value: datetime | str | float | int | None, field: str = "created_at") -> datetime:
+    """A caller-supplied time (datetime, ISO 8601 text or epoch seconds), in UTC; now if None."""
+    if value is None:
+        return datetime.now(UTC)
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(field, f"{value!r} is not an ISO 8601 time like 2025-05-08T13:56:00Z") from None
+    else:
+        raise InvalidInputError(field, f"must be a time, got {value!r}")
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+_PROFILE_FIELDS = {f.name for f in fields(AgentProfile)} - {"id"}
+_LIST_FIELDS = ("goals", "constraints", "guidelines")
+
+
+def profile_from_record(record: ParticipantRecord) -> AgentProfile:
+    data = dict(record.profile)
+    for name in _LIST_FIELDS:
+        data[name] = tuple(data.get(name) or ())
+    data["context_filter"] = ContextFilter(data.get("context_filter") or ContextFilter.ADDRESSED.value)
+    return AgentProfile(id=record.id, **{k: v for k, v in data.items() if k in _PROFILE_FIELDS})
+
+
+def _profile_to_json(profile: AgentProfile) -> dict[str, Any]:
+    data = asdict(profile)
+    data.pop("id")
+    data["context_filter"] = profile.context_filter.value
+    for name in _LIST_FIELDS:
+        data[name] = list(data[name])
+    return data
+
+
+def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfile:
+    unknown = set(settings) - _PROFILE_FIELDS
+    if unknown:
+        raise InvalidInputError(
+            sorted(unknown)[0], f"is not an agent setting; known settings: {', '.join(sorted(_PROFILE_FIELDS))}"
+        )
+    values: dict[str, Any] = {}
+    for name in ("system_prompt", "identity", "personality", "knowledge"):
+        value = settings.get(name) or ""
+        if not isinstance(value, str):
+            raise InvalidInputError(name, f"must be text, got {type(value).__name__}")
+        values[name] = value
+    for name in _LIST_FIELDS:
+        value = settings.get(name) or ()
+        if isinstance(value, str):
+            value = (value,)
+        if not all(isinstance(v, str) for v in value):
+            raise InvalidInputError(name, "must be a list of strings")
+        values[name] = tuple(value)
+    channel = settings.get("channel")
+    if channel is not None and channel not in CHANNELS:
+        raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {channel!r}")
+    values["channel"] = channel
+    if settings.get("history_limit") is not None:
+        values["history_limit"] = _check_int("history_limit", settings["history_limit"], 0, MAX_HISTORY_LIMIT)
+    if settings.get("max_tokens") is not None:
+        values["max_tokens"] = _check_int("max_tokens", settings["max_tokens"], 1)
+    raw_filter = settings.get("context_filter") or ContextFilter.ADDRESSED.value
+    try:
+        values["context_filter"] = ContextFilter(raw_filter)
+    except ValueError:
+        raise InvalidInputError("context_filter", f"must be 'addressed' or 'all', got {raw_filter!r}") from None
+    model = settings.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidInputError("model", "must be a model name like 'gpt-4o'")
+    values["model"] = model
+    return AgentProfile(id=agent_id, **values)
+
+
+@dataclass(frozen=True)
+class PostRequest:
+    """One message to post; the fields a caller may give."""
+
+    sender: str
+    content: str
+    chat_id: str | None = None
+    channel: str | None = None
+    parent_id: int | None = None
+    created_at: datetime | str | float | None = None
+    idempotency_key: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+class RecallService:
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+
+    # -- worlds ---------------------------------------------------------------------------
+
+    def create_world(self, world_id: str, name: str | None = None, turn_limit: int | None = None) -> WorldRecord:
+        _check_id("world_id", world_id)
+        if turn_limit is not None:
+            _check_int("turn_limit", turn_limit, 1)
+        if name is not None and not isinstance(name, str):
+            raise InvalidInputError("name", "must be text")
+        if self.store.get_world(world_id) is not None:
+            raise ConflictError(f"world {world_id!r} already exists")
+        return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC))
+
+    def get_world(self, world_id: str) -> WorldRecord:
+        world = self.store.get_world(world_id) if isinstance(world_id, str) else None
+        if world is None:
+            raise UnknownWorldError(str(world_id))
+        return world
+
+    def list_worlds(self) -> list[WorldRecord]:
+        return self.store.list_worlds()
+
+    # -- participants ---------------------------------------------------------------------
+
+    def _add_participant(
+        self, world_id: str, participant_id: str, kind: str, profile: dict[str, Any]
+    ) -> ParticipantRecord:
+        world = self.get_world(world_id)
+        _check_id(f"{kind}_id", participant_id)
+        if participant_id.lower() in RESERVED_SENDERS:
+            raise InvalidInputError(
+                f"{kind}_id", f"{participant_id!r} is a reserved sender name ({', '.join(RESERVED_SENDERS)})"
+            )
+        existing = self.store.get_participant(world.id, participant_id)
+        if existing is not None:
+            raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
+        record = ParticipantRecord(world.id, participant_id, kind, datetime.now(UTC), profile)
+        return self.store.add_participant(record)
+
+    def add_agent(self, world_id: str, agent_id: str, **settings: Any) -> AgentProfile:
+        profile = _validate_profile(agent_id, settings)
+        record = self._add_participant(world_id, agent_id, "agent", _profile_to_json(profile))
+        return profile_from_record(record)
+
+    def add_human(self, world_id: str, human_id: str) -> ParticipantRecord:
+        return self._add_participant(world_id, human_id, "human", {})
+
+    def get_agent(self, world_id: str, agent_id: str) -> AgentProfile:
+        world = self.get_world(world_id)
+        record = self.store.get_participant(world.id, agent_id) if isinstance(agent_id, str) else None
+        if record is None or record.kind != "agent":
+            raise UnknownParticipantError(world.id, str(agent_id), "agent")
+        return profile_from_record(record)
+
+    def participants(self, world_id: str) -> list[ParticipantRecord]:
+        return self.store.list_participants(self.get_world(world_id).id)
+
+    # -- posting --------------------------------------------------------------------------
+
+    def _route(self, world: WorldRecord, people: list[ParticipantRecord], req: PostRequest) -> NewMessage:
+        """Validate one post and work out its sender type, mentions and recipients."""
+        if not isinstance(req.sender, str) or not req.sender.strip():
+            raise InvalidInputError("sender", "must name who is posting (a participant, or system/world/human)")
+        if not isinstance(req.content, str) or not req.content.strip():
+            raise InvalidInputError("content", "must be non-empty text")
+        limit = self.settings.max_message_chars
+        if len(req.content) > limit:
+            raise InvalidInputError("content", f"is {len(req.content)} characters; the limit is {limit}")
+        if req.channel is not None and req.channel not in CHANNELS:
+            raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {req.channel!r}")
+        if req.parent_id is not None:
+            _check_int("parent_id", req.parent_id, 1)
+            if self.store.get_message(world.id, req.parent_id) is None:
+                raise InvalidInputError("parent_id", f"no message {req.parent_id} in world {world.id!r}")
+        if req.idempotency_key is not None and (not isinstance(req.idempotency_key, str) or not req.idempotency_key):
+            raise InvalidInputError("idempotency_key", "must be a non-empty string")
+        if req.metadata is not None and not isinstance(req.metadata, Mapping):
+            raise InvalidInputError("metadata", "must be an object")
+        chat_id = _check_chat(req.chat_id)
+
+        by_key = {p.id.lower(): p for p in people}
+        humans = {k for k, p in by_key.items() if p.kind == "human"}
+        agents = [p.id for p in people if p.kind == "agent"]
+        kind = sender_type(req.sender, humans, {a.lower() for a in agents})
+        if kind is None:
+            raise InvalidInputError(
+                "sender",
+                f"{req.sender!r} is not a participant of world {world.id!r}: register it with "
+                f"world.add_human({req.sender!r}) or world.add_agent({req.sender!r}) "
+                f"(`recall human add {world.id} {req.sender}`), or post as system/world/human",
+            )
+        author = by_key.get(req.sender.strip().lower())
+        sender = author.id if author else req.sender.strip().lower()
+        author_agent = author.id if author and author.kind == "agent" else None
+        message_stub = Message(0, world.id, sender, kind, req.content, datetime.now(UTC))
+        return NewMessage(
+            sender=sender,
+            sender_type=kind,
+            content=req.content,
+            created_at=parse_timestamp(req.created_at),
+            chat_id=chat_id,
+            channel=req.channel,
+            parent_id=req.parent_id,
+            mentions=tuple(mentions(req.content)),
+            addressed=tuple(paragraph_mentions(req.content)),
+            metadata=dict(req.metadata or {}),
+            idempotency_key=req.idempotency_key,
+            recipients=tuple(a for a in agents if a != author_agent),
+            author_agent=author_agent,
+            reset_turns=resets_turns(message_stub),
+        )
+
+    def post(self, world_id: str, request: PostRequest) -> Message:
+        return self.post_many(world_id, [request])[0]
+
+    def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
+        """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
+        world = self.get_world(world_id)
+        people = self.store.list_participants(world.id)
+        batch = [self._route(world, people, r) for r in requests]
+        return self.store.append_messages(world.id, batch)
+
+    def post_stream(self, world_id: str, requests: Iterable[PostRequest], batch_size: int = IMPORT_BATCH) -> int:
+        """Post a long stream in batches of `batch_size` transactions; returns how many were stored."""
+        chunk: list[PostRequest] = []
+        total = 0
+        for request in requests:
+            chunk.append(request)
+            if len(chunk) >= batch_size:
+                total += len(self.post_many(world_id, chunk))
+                chunk = []
+        if chunk:
+            total += len(self.post_many(world_id, chunk))
+        return total
+
+    def get_message(self, world_id: str, message_id: int) -> Message:
+        world = self.get_world(world_id)
+        message = self.store.get_message(world.id, message_id)
+        if message is None:
+            raise InvalidInputError("message_id", f"no message {message_id} in world {world.id!r}")
+        return message
+
+    def messages(
+        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
+    ) -> list[Message]:
+        world = self.get_world(world_id)
+        _check_int("after", after, 0)
+        _check_int("limit", limit, 1, 1000)
+        return self.store.list_messages(world.id, _check_chat(chat_id), after, limit, any_chat)
+
+    # -- inbox and turns ------------------------------------------------------------------
+
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False
+    ) -> list[tuple[Message, bool]]:
+        agent = self.get_agent(world_id, agent_id)
+        _check_int("limit", limit, 1, 1000)
+        entries = self.store.inbox(world_id, agent.id, unread_only, limit)
+        if mark_read and entries:
+            self.store.mark_read(world_id, agent.id, [m.id for m, _ in entries], datetime.now(UTC))
+        return entries
+
+    def ack(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> int:
+        agent = self.get_agent(world_id, agent_id)
+        ids = [_check_int("ids", i, 1) for i in message_ids]
+        return self.store.mark_read(world_id, agent.id, ids, datetime.now(UTC))
+
+    def turn_limit(self, world: WorldRecord) -> int:
+        return world.turn_limit or self.settings.turn_limit
+
+    def decide(self, world_id: str, agent_id: str, message_id: int) -> Decision:
+        """Would the agent answer this message now, given its turn counter? Resets it if due."""
+        world = self.get_world(world_id)
+        agent = self.get_agent(world.id, agent_id)
+        message = self.get_message(world.id, message_id)
+        count = self.store.turn_count(world.id, agent.id)
+        decision = decide(agent.id, message, count, self.turn_limit(world))
+        if decision.turn_count != count:
+            self.store.set_turn_count(world.id, agent.id, decision.turn_count)
+        return decision
+
+    def record_llm_call(self, world_id: str, agent_id: str) -> int:
+        """Count one LLM call of the agent against its turn limit; returns the new count."""
+        agent = self.get_agent(world_id, agent_id)
+        return self.store.increment_turns(world_id, agent.id)
+
+    def turn_count(self, world_id: str, agent_id: str) -> int:
+        agent = self.get_agent(world_id, agent_id)
+        return self.store.turn_count(world_id, agent.id)
+
+    # -- observations ---------------------------------------------------------------------
+
+    def observe(self, world_id: str, agent_id: str, observation: obs.Observation | Mapping[str, Any]) -> int:
+        agent = self.get_agent(world_id, agent_id)
+        parsed = observation if isinstance(observation, obs.Observation) else obs.observation_from_dict(observation)
+        return self.store.add_observation(
+            world_id, agent.id, "observation", parsed.time, obs.observation_to_dict(parsed), datetime.now(UTC)
+        )
+
+    def act(self, world_id: str, agent_id: str, action: obs.Action | Mapping[str, Any]) -> int:
+        agent = self.get_agent(world_id, agent_id)
+        parsed = action if isinstance(action, obs.Action) else obs.action_from_dict(action)
+        return self.store.add_observation(world_id, agent.id, "action", parsed.time, asdict(parsed), datetime.now(UTC))
+
+    def _observations_block(
+        self, world_id: str, agent_id: str, current: obs.Observation | Mapping[str, Any] | None
+    ) -> ContextBlock:
+        cap = self.settings.observation_cap
+        past = [
+            obs.observation_from_dict(d) for d in self.store.recent_observations(world_id, agent_id, "observation", cap)
+        ]
+        actions = [obs.action_from_dict(d) for d in self.store.recent_observations(world_id, agent_id, "action", cap)]
+        now = None if current is None else (
+            current if isinstance(current, obs.Observation) else obs.observation_from_dict(current)
+        )  # fmt: skip
+        return ContextBlock("observations", obs.render_block(past, actions, now))
+
+    # -- context --------------------------------------------------------------------------
+
+    def build_context(
+        self,
+        world_id: str,
+        agent_id: str,
+        chat_id: str | None = None,
+        *,
+        max_tokens: int | None = None,
+        history_limit: int | None = None,
+        message_id: int | None = None,
+        channel: str | None = None,
+        observation: obs.Observation | Mapping[str, Any] | None = None,
+        blocks: Sequence[ContextBlock] = (),
+        summarizer: Summarizer | None = None,
+    ) -> Context:
+        """The context the agent's next model call receives in a chat, with its report."""
+        world = self.get_world(world_id)
+        agent = self.get_agent(world.id, agent_id)
+        chat = _check_chat(chat_id)
+        if channel is not None and channel not in CHANNELS:
+            raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {channel!r}")
+        model = agent.model or self.settings.model
+        budget = max_tokens if max_tokens is not None else agent.max_tokens
+        if budget is None:
+            budget = context_window(model) - self.settings.reply_reserve
+        _check_int("max_tokens", budget, 1)
+        depth = history_limit if history_limit is not None else agent.history_limit
+        depth = _check_int(
+            "history_limit", self.settings.history_limit if depth is None else depth, 0, MAX_HISTORY_LIMIT
+        )
+        if message_id is not None:
+            _check_int("message_id", message_id, 1)
+            self.get_message(world.id, message_id)
+
+        counts = self.store.memory_counts(world.id, agent.id)
+        request = ContextRequest(
+            agent=agent,
+            chat_id=chat,
+            system_prompt=build_system_prompt(agent, channel),
+            memory=self.store.iter_memory(world.id, agent.id, chat),
+            history_limit=depth,
+            max_tokens=budget,
+            counter=TokenCounter(encoding_for_model(model)),
+            chat_memory_total=counts.get(chat, 0),
+            other_chat_total=sum(n for c, n in counts.items() if c != chat),
+            blocks=[*blocks, self._observations_block(world.id, agent.id, observation)],
+            trigger_id=message_id,
+            summarizer=summarizer,
+            compress_above=self.settings.compress_above,
+            compress_keep_recent=self.settings.compress_keep_recent,
+        )
+        return build_context(request)

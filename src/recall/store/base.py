@@ -1,0 +1,94 @@
+"""The store protocol: everything the service needs from a database, nothing more.
+
+The SQLite store implements it now; a PostgreSQL store will implement the same methods, so
+no caller changes. Writes that belong together happen inside one method, in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from recall.core.models import Message, SenderType
+
+
+@dataclass(frozen=True)
+class WorldRecord:
+    id: str
+    name: str
+    created_at: datetime
+    turn_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class ParticipantRecord:
+    world_id: str
+    id: str
+    kind: str  # "agent" | "human"
+    created_at: datetime
+    #: Agent prompt parts and settings (the fields of `AgentProfile`), JSON-safe.
+    profile: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message ready to store: routing already done by the service."""
+
+    sender: str
+    sender_type: SenderType
+    content: str
+    created_at: datetime
+    chat_id: str | None = None
+    channel: str | None = None
+    parent_id: int | None = None
+    mentions: tuple[str, ...] = ()
+    addressed: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    idempotency_key: str | None = None
+    #: Agents that get it in their inbox (every agent of the world but the author).
+    recipients: tuple[str, ...] = ()
+    #: The author, when it is an agent: the message joins its memory as its own.
+    author_agent: str | None = None
+    #: A human or world message gives the recipients their turns back.
+    reset_turns: bool = False
+
+
+class Store(Protocol):
+    # worlds and participants
+    def create_world(self, world_id: str, name: str, turn_limit: int | None, created_at: datetime) -> WorldRecord: ...
+    def get_world(self, world_id: str) -> WorldRecord | None: ...
+    def list_worlds(self) -> list[WorldRecord]: ...
+    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord: ...
+    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None: ...
+    def list_participants(self, world_id: str) -> list[ParticipantRecord]: ...
+
+    # messages and deliveries
+    def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]: ...
+    def get_message(self, world_id: str, message_id: int) -> Message | None: ...
+    def list_messages(
+        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
+    ) -> list[Message]: ...
+    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]: ...
+    def iter_memory(
+        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
+    ) -> Iterator[Message]: ...
+    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]: ...
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100
+    ) -> list[tuple[Message, bool]]: ...
+    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int: ...
+
+    # turn counters
+    def turn_count(self, world_id: str, agent_id: str) -> int: ...
+    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None: ...
+    def increment_turns(self, world_id: str, agent_id: str) -> int: ...
+
+    # observations and actions
+    def add_observation(
+        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
+    ) -> int: ...
+    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...

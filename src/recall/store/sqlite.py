@@ -1,0 +1,382 @@
+"""The embedded store: one SQLite file in WAL mode, zero set-up.
+
+One connection guarded by a lock serves every thread of the process; WAL lets other
+processes read while it writes. Every write runs in an explicit `BEGIN IMMEDIATE`
+transaction, so a crash leaves either all of a write or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+try:  # the stdlib sqlite3 of some Python builds cannot load extensions; pysqlite3 can
+    import pysqlite3.dbapi2 as sqlite3
+except ImportError:  # pragma: no cover - a platform without the wheel
+    import sqlite3  # type: ignore[no-redef,unused-ignore]
+
+from recall.core.models import Message, SenderType
+from recall.errors import RecallError
+from recall.store.base import NewMessage, ParticipantRecord, WorldRecord
+from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
+
+#: Rows read per page when scanning an agent's memory newest first.
+MEMORY_PAGE = 64
+
+_MESSAGE_COLUMNS = (
+    "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
+    "m.content, m.mentions, m.addressed, m.metadata, m.created_at"
+)
+
+
+class StoreVersionError(RecallError):
+    """The database was written by a newer recall than this one."""
+
+
+def _ts(dt: datetime) -> float:
+    return dt.timestamp()
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+def _chat_key(chat_id: str | None) -> str:
+    return chat_id or ""
+
+
+def _chat_id(key: str) -> str | None:
+    return key or None
+
+
+def _message(row: Sequence[Any]) -> Message:
+    return Message(
+        id=row[0],
+        world_id=row[1],
+        chat_id=_chat_id(row[2]),
+        sender=row[3],
+        sender_type=SenderType(row[4]),
+        channel=row[5],
+        parent_id=row[6],
+        content=row[7],
+        mentions=tuple(json.loads(row[8])),
+        addressed=tuple(json.loads(row[9])),
+        metadata=json.loads(row[10]),
+        created_at=_dt(row[11]),
+    )
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA busy_timeout = 5000")
+        self._migrate()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            rows: list[Any] = self._db.execute(sql, params).fetchall()
+            return rows
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+            current = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+            if current > LATEST_VERSION:
+                raise StoreVersionError(
+                    f"{self.path} has schema version {current}, newer than this recall's {LATEST_VERSION}: "
+                    "upgrade recall to open it"
+                )
+            for version, sql in MIGRATIONS:
+                if version > current:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute(
+                        "INSERT INTO schema_migrations VALUES (?, ?)",
+                        (version, datetime.now(UTC).timestamp()),
+                    )
+
+    def schema_version(self) -> int:
+        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- worlds and participants ----------------------------------------------------------
+
+    def create_world(self, world_id: str, name: str, turn_limit: int | None, created_at: datetime) -> WorldRecord:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO worlds (id, name, turn_limit, created_at) VALUES (?, ?, ?, ?)",
+                (world_id, name, turn_limit, _ts(created_at)),
+            )
+        return WorldRecord(world_id, name, created_at, turn_limit)
+
+    def get_world(self, world_id: str) -> WorldRecord | None:
+        rows = self._read("SELECT id, name, created_at, turn_limit FROM worlds WHERE id = ?", (world_id,))
+        return WorldRecord(rows[0][0], rows[0][1], _dt(rows[0][2]), rows[0][3]) if rows else None
+
+    def list_worlds(self) -> list[WorldRecord]:
+        rows = self._read("SELECT id, name, created_at, turn_limit FROM worlds ORDER BY id")
+        return [WorldRecord(r[0], r[1], _dt(r[2]), r[3]) for r in rows]
+
+    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
+                (record.world_id, record.id, record.kind, json.dumps(record.profile), _ts(record.created_at)),
+            )
+        return record
+
+    def _participant(self, row: Sequence[Any]) -> ParticipantRecord:
+        return ParticipantRecord(row[0], row[1], row[2], _dt(row[4]), json.loads(row[3]))
+
+    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
+        rows = self._read(
+            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? AND id = ?",
+            (world_id, participant_id),
+        )
+        return self._participant(rows[0]) if rows else None
+
+    def list_participants(self, world_id: str) -> list[ParticipantRecord]:
+        rows = self._read(
+            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? ORDER BY kind, id",
+            (world_id,),
+        )
+        return [self._participant(r) for r in rows]
+
+    # -- messages and deliveries ----------------------------------------------------------
+
+    def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store messages with their deliveries, chats, memory counts and turn resets, atomically.
+
+        A message whose idempotency key is already stored is not stored again; the stored
+        one is returned in its place.
+        """
+        stored: list[Message] = []
+        counts: Counter[tuple[str, str]] = Counter()
+        with self._write() as db:
+            for new in batch:
+                chat = _chat_key(new.chat_id)
+                if new.idempotency_key is not None:
+                    row = db.execute(
+                        f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.idempotency_key = ?",
+                        (world_id, new.idempotency_key),
+                    ).fetchone()
+                    if row is not None:
+                        stored.append(_message(row))
+                        continue
+                cursor = db.execute(
+                    "INSERT INTO messages (world_id, chat_id, sender, sender_type, channel, parent_id, content,"
+                    " mentions, addressed, metadata, created_at, idempotency_key)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        world_id,
+                        chat,
+                        new.sender,
+                        new.sender_type.value,
+                        new.channel,
+                        new.parent_id,
+                        new.content,
+                        json.dumps(list(new.mentions)),
+                        json.dumps(list(new.addressed)),
+                        json.dumps(new.metadata),
+                        _ts(new.created_at),
+                        new.idempotency_key,
+                    ),  # fmt: skip
+                )
+                message_id = int(cursor.lastrowid or 0)
+                rows = [(world_id, agent, chat, message_id, 0) for agent in new.recipients]
+                if new.author_agent is not None:
+                    rows.append((world_id, new.author_agent, chat, message_id, 1))
+                db.executemany(
+                    "INSERT INTO deliveries (world_id, agent_id, chat_id, message_id, own) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                for row in rows:
+                    counts[(row[1], chat)] += 1
+                if new.reset_turns and new.recipients:
+                    db.executemany(
+                        "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
+                        [(world_id, agent) for agent in new.recipients],
+                    )
+                stored.append(
+                    Message(
+                        id=message_id,
+                        world_id=world_id,
+                        sender=new.sender,
+                        sender_type=new.sender_type,
+                        content=new.content,
+                        created_at=new.created_at,
+                        chat_id=new.chat_id or None,
+                        channel=new.channel,
+                        parent_id=new.parent_id,
+                        mentions=new.mentions,
+                        addressed=new.addressed,
+                        metadata=new.metadata,
+                    )  # fmt: skip
+                )
+            chats = {_chat_key(m.chat_id): m.created_at for m in stored}
+            db.executemany(
+                "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
+                [(world_id, chat, _ts(at)) for chat, at in chats.items()],
+            )
+            db.executemany(
+                "INSERT INTO memory_counts (world_id, agent_id, chat_id, n) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (world_id, agent_id, chat_id) DO UPDATE SET n = n + excluded.n",
+                [(world_id, agent, chat, n) for (agent, chat), n in counts.items()],
+            )
+        return stored
+
+    def get_message(self, world_id: str, message_id: int) -> Message | None:
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id = ?", (world_id, message_id)
+        )
+        return _message(rows[0]) if rows else None
+
+    def list_messages(
+        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
+    ) -> list[Message]:
+        if any_chat:
+            sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+            params: tuple[Any, ...] = (world_id, after, limit)
+        else:
+            sql = (
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id > ?"
+                " ORDER BY m.id LIMIT ?"
+            )
+            params = (world_id, _chat_key(chat_id), after, limit)
+        return [_message(r) for r in self._read(sql, params)]
+
+    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
+        rows = self._read(
+            "SELECT c.id, (SELECT COUNT(*) FROM messages m WHERE m.world_id = c.world_id AND m.chat_id = c.id)"
+            " FROM chats c WHERE c.world_id = ? ORDER BY c.created_at, c.id",
+            (world_id,),
+        )
+        return [(_chat_id(r[0]), int(r[1])) for r in rows]
+
+    def iter_memory(
+        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
+    ) -> Iterator[Message]:
+        """The agent's memory in one chat, newest first, read a page at a time."""
+        chat = _chat_key(chat_id)
+        cursor_id = before if before is not None else 2**63 - 1
+        while True:
+            rows = self._read(
+                f"SELECT {_MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
+                " WHERE d.world_id = ? AND d.agent_id = ? AND d.chat_id = ? AND d.message_id < ?"
+                " ORDER BY d.message_id DESC LIMIT ?",
+                (world_id, agent_id, chat, cursor_id, MEMORY_PAGE),
+            )
+            for row in rows:
+                yield _message(row)
+            if len(rows) < MEMORY_PAGE:
+                return
+            cursor_id = rows[-1][0]
+
+    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
+        rows = self._read(
+            "SELECT chat_id, n FROM memory_counts WHERE world_id = ? AND agent_id = ?", (world_id, agent_id)
+        )
+        return {_chat_id(r[0]): int(r[1]) for r in rows}
+
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100
+    ) -> list[tuple[Message, bool]]:
+        """Deliveries to the agent, oldest first (FIFO), each with whether it was read."""
+        if unread_only:
+            sql = (
+                f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d INDEXED BY deliveries_unread"
+                " JOIN messages m ON m.id = d.message_id"
+                " WHERE d.world_id = ? AND d.agent_id = ? AND d.own = 0 AND d.read_at IS NULL"
+                " ORDER BY d.message_id LIMIT ?"
+            )
+        else:
+            sql = (
+                f"SELECT {_MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
+                " JOIN messages m ON m.id = d.message_id"
+                " WHERE d.world_id = ? AND d.agent_id = ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
+            )
+        rows = self._read(sql, (world_id, agent_id, limit))
+        return [(_message(r), bool(r[12])) for r in rows]
+
+    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
+        with self._write() as db:
+            cursor = db.executemany(
+                "UPDATE deliveries SET read_at = ? WHERE world_id = ? AND agent_id = ? AND message_id = ?"
+                " AND own = 0 AND read_at IS NULL",
+                [(_ts(at), world_id, agent_id, int(i)) for i in message_ids],
+            )
+            return int(cursor.rowcount)
+
+    # -- turn counters --------------------------------------------------------------------
+
+    def turn_count(self, world_id: str, agent_id: str) -> int:
+        rows = self._read("SELECT count FROM turn_counters WHERE world_id = ? AND agent_id = ?", (world_id, agent_id))
+        return int(rows[0][0]) if rows else 0
+
+    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, ?)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = excluded.count",
+                (world_id, agent_id, count),
+            )
+
+    def increment_turns(self, world_id: str, agent_id: str) -> int:
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, 1)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = count + 1 RETURNING count",
+                (world_id, agent_id),
+            ).fetchone()
+            return int(row[0])
+
+    # -- observations and actions ---------------------------------------------------------
+
+    def add_observation(
+        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
+    ) -> int:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (world_id, agent_id, kind, sim_time, json.dumps(data), _ts(created_at)),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` observations (or actions) of the agent, oldest first."""
+        rows = self._read(
+            "SELECT data FROM observations WHERE world_id = ? AND agent_id = ? AND kind = ? ORDER BY id DESC LIMIT ?",
+            (world_id, agent_id, kind, limit),
+        )
+        return [json.loads(r[0]) for r in reversed(rows)]

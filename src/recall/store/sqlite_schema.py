@@ -1,0 +1,89 @@
+"""Versioned schema of the SQLite store. Append new versions; never edit an applied one."""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE worlds (
+            id          TEXT PRIMARY KEY COLLATE NOCASE,
+            name        TEXT NOT NULL,
+            turn_limit  INTEGER,
+            created_at  REAL NOT NULL
+        );
+        CREATE TABLE participants (
+            world_id    TEXT NOT NULL REFERENCES worlds(id),
+            id          TEXT NOT NULL COLLATE NOCASE,
+            kind        TEXT NOT NULL CHECK (kind IN ('agent', 'human')),
+            profile     TEXT NOT NULL DEFAULT '{}',
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (world_id, id)
+        );
+        -- '' is the world's default chat, so that it can be part of keys and indexes.
+        CREATE TABLE chats (
+            world_id    TEXT NOT NULL REFERENCES worlds(id),
+            id          TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (world_id, id)
+        );
+        CREATE TABLE messages (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            world_id        TEXT NOT NULL REFERENCES worlds(id),
+            chat_id         TEXT NOT NULL DEFAULT '',
+            sender          TEXT NOT NULL,
+            sender_type     TEXT NOT NULL,
+            channel         TEXT,
+            parent_id       INTEGER,
+            content         TEXT NOT NULL,
+            mentions        TEXT NOT NULL DEFAULT '[]',
+            addressed       TEXT NOT NULL DEFAULT '[]',
+            metadata        TEXT NOT NULL DEFAULT '{}',
+            created_at      REAL NOT NULL,
+            idempotency_key TEXT
+        );
+        CREATE INDEX messages_by_chat ON messages (world_id, chat_id, id);
+        CREATE UNIQUE INDEX messages_by_idempotency_key
+            ON messages (world_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        -- An agent's memory: one row per message delivered to it (own = 0, its inbox) or
+        -- written by it (own = 1). Keyed for the newest-first scan of one chat.
+        CREATE TABLE deliveries (
+            world_id    TEXT NOT NULL,
+            agent_id    TEXT NOT NULL,
+            chat_id     TEXT NOT NULL,
+            message_id  INTEGER NOT NULL,
+            own         INTEGER NOT NULL DEFAULT 0,
+            read_at     REAL,
+            PRIMARY KEY (world_id, agent_id, chat_id, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX deliveries_unread ON deliveries (world_id, agent_id, message_id)
+            WHERE own = 0 AND read_at IS NULL;
+        CREATE INDEX deliveries_by_message ON deliveries (world_id, agent_id, message_id);
+        CREATE TABLE memory_counts (
+            world_id    TEXT NOT NULL,
+            agent_id    TEXT NOT NULL,
+            chat_id     TEXT NOT NULL,
+            n           INTEGER NOT NULL,
+            PRIMARY KEY (world_id, agent_id, chat_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE turn_counters (
+            world_id    TEXT NOT NULL,
+            agent_id    TEXT NOT NULL,
+            count       INTEGER NOT NULL,
+            PRIMARY KEY (world_id, agent_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE observations (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            world_id    TEXT NOT NULL,
+            agent_id    TEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('observation', 'action')),
+            sim_time    REAL NOT NULL,
+            data        TEXT NOT NULL,
+            created_at  REAL NOT NULL
+        );
+        CREATE INDEX observations_by_agent ON observations (world_id, agent_id, kind, id);
+        """,
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
