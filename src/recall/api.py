@@ -12,7 +12,7 @@ ctx.openai(); ctx.anthropic(); ctx.report
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -121,8 +121,11 @@ class World:
         """Post several messages in one transaction: all or none."""
         return self.service.post_many(self.id, requests)
 
-    def import_messages(self, requests: Iterable[PostRequest], batch_size: int = 1000) -> int:
-        return self.service.post_stream(self.id, requests, batch_size)
+    def import_messages(
+        self, requests: Sequence[PostRequest], batch_size: int = 1000, progress: Callable[[int], None] | None = None
+    ) -> list[Message]:
+        """Post many messages, validating all first; stored in transactions of `batch_size`."""
+        return self.service.import_messages(self.id, requests, batch_size, progress)
 
     def messages(
         self, chat: str | None = None, *, after: int = 0, limit: int = 100, all_chats: bool = False

@@ -7,7 +7,7 @@ store returns, and hands the store whole writes to commit in one transaction.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -286,18 +286,26 @@ class RecallService:
         batch = [self._route(world, people, r) for r in requests]
         return self.store.append_messages(world.id, batch)
 
-    def post_stream(self, world_id: str, requests: Iterable[PostRequest], batch_size: int = IMPORT_BATCH) -> int:
-        """Post a long stream in batches of `batch_size` transactions; returns how many were stored."""
-        chunk: list[PostRequest] = []
-        total = 0
-        for request in requests:
-            chunk.append(request)
-            if len(chunk) >= batch_size:
-                total += len(self.post_many(world_id, chunk))
-                chunk = []
-        if chunk:
-            total += len(self.post_many(world_id, chunk))
-        return total
+    def import_messages(
+        self,
+        world_id: str,
+        requests: Sequence[PostRequest],
+        batch_size: int = IMPORT_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Message]:
+        """Post many messages: all are validated first, so a bad one stores nothing; then they
+        are stored in transactions of `batch_size`, reporting each batch to `progress`."""
+        world = self.get_world(world_id)
+        _check_int("batch_size", batch_size, 1)
+        people = self.store.list_participants(world.id)
+        routed = [self._route(world, people, r) for r in requests]
+        stored: list[Message] = []
+        for start in range(0, len(routed), batch_size):
+            chunk = routed[start : start + batch_size]
+            stored.extend(self.store.append_messages(world.id, chunk))
+            if progress is not None:
+                progress(len(chunk))
+        return stored
 
     def get_message(self, world_id: str, message_id: int) -> Message:
         world = self.get_world(world_id)

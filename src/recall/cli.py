@@ -1,0 +1,301 @@
+"""The `recall` command: the Python API from a shell, for people and scripts.
+
+Output meant for scripts (post, context --format …) is JSON on stdout; errors go to stderr
+with exit status 1 (bad input, unknown names) so scripts can tell.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from recall import importers
+from recall.api import Recall, default_db
+from recall.demo import build_demo_world
+from recall.errors import RecallError
+from recall.terminal import print_context
+
+app = typer.Typer(
+    help="recall: memory and context for LLM agents. Keeps everything each participant heard; "
+    "builds for every model call only what matters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+world_app = typer.Typer(help="Create and list worlds.", no_args_is_help=True)
+agent_app = typer.Typer(help="Register agents.", no_args_is_help=True)
+human_app = typer.Typer(help="Register humans.", no_args_is_help=True)
+import_app = typer.Typer(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
+app.add_typer(world_app, name="world")
+app.add_typer(agent_app, name="agent")
+app.add_typer(human_app, name="human")
+app.add_typer(import_app, name="import")
+
+out = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+_state: dict[str, str] = {}
+
+
+@app.callback()
+def main(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Store file (default: $RECALL_DB, else ./recall.db).", show_default=False),
+    ] = None,
+) -> None:
+    _state["db"] = db or default_db()
+
+
+@contextmanager
+def _open() -> Iterator[Recall]:
+    """Open the store; turn recall's errors into a clear message and exit status 1."""
+    try:
+        with Recall(_state.get("db") or default_db()) as mem:
+            yield mem
+    except RecallError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+# -- worlds, agents, humans ------------------------------------------------------------------
+
+
+@world_app.command("create")
+def world_create(
+    world: str,
+    name: Annotated[str | None, typer.Option(help="Display name.")] = None,
+    turn_limit: Annotated[int | None, typer.Option(help="LLM calls per agent before a human must step in.")] = None,
+) -> None:
+    """Create a world."""
+    with _open() as mem:
+        created = mem.create_world(world, name=name, turn_limit=turn_limit)
+        out.print(f"created world [bold]{created.id}[/]")
+
+
+@world_app.command("list")
+def world_list() -> None:
+    """List worlds with their participants and message counts."""
+    with _open() as mem:
+        table = Table("world", "name", "agents", "humans", "chats", "messages")
+        for world in mem.worlds():
+            people = world.participants()
+            chats = world.chats()
+            table.add_row(
+                world.id,
+                world.name,
+                str(sum(p.kind == "agent" for p in people)),
+                str(sum(p.kind == "human" for p in people)),
+                str(len(chats)),
+                str(sum(n for _, n in chats)),
+            )
+        out.print(table)
+
+
+class ContextFilterOption(StrEnum):
+    addressed = "addressed"
+    all = "all"
+
+
+@agent_app.command("add")
+def agent_add(
+    world: str,
+    agent_id: str,
+    system_prompt: Annotated[str, typer.Option(help="The agent's base system prompt.")] = "",
+    identity: Annotated[str, typer.Option(help="Who the agent is.")] = "",
+    channel: Annotated[str | None, typer.Option(help="chat, call, sms or email (adds channel guidelines).")] = None,
+    history_limit: Annotated[int | None, typer.Option(help="Messages of history in its context.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Token budget of its context.")] = None,
+    context_filter: Annotated[
+        ContextFilterOption, typer.Option(help="addressed: what it was addressed in; all: everything it heard.")
+    ] = ContextFilterOption.addressed,
+) -> None:
+    """Register an agent in a world."""
+    with _open() as mem:
+        agent = mem.world(world).add_agent(
+            agent_id,
+            system_prompt=system_prompt,
+            identity=identity,
+            channel=channel,
+            history_limit=history_limit,
+            max_tokens=max_tokens,
+            context_filter=context_filter.value,
+        )
+        out.print(f"added agent [bold]{agent.id}[/] to {world}")
+
+
+@human_app.command("add")
+def human_add(world: str, human_id: str) -> None:
+    """Register a human in a world."""
+    with _open() as mem:
+        human = mem.world(world).add_human(human_id)
+        out.print(f"added human [bold]{human.id}[/] to {world}")
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+@app.command()
+def post(
+    world: str,
+    text: str,
+    sender: Annotated[str, typer.Option(help="Who posts: a participant, or system/world/human.")],
+    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    channel: Annotated[str | None, typer.Option(help="chat, call, sms or email.")] = None,
+    parent: Annotated[int | None, typer.Option(help="Id of the message this replies to.")] = None,
+    at: Annotated[str | None, typer.Option(help="Timestamp (ISO 8601) for imported history.")] = None,
+) -> None:
+    """Post a message; prints the stored message as JSON."""
+    with _open() as mem:
+        message = mem.world(world).post(sender, text, chat=chat, channel=channel, parent=parent, at=at)
+        _json(message.to_dict())
+
+
+@app.command()
+def messages(
+    world: str,
+    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    after: Annotated[int, typer.Option(help="Only messages with a larger id.")] = 0,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+) -> None:
+    """List a chat's messages as JSON lines, oldest first."""
+    with _open() as mem:
+        for message in mem.world(world).messages(chat, after=after, limit=limit):
+            sys.stdout.write(json.dumps(message.to_dict(), ensure_ascii=False) + "\n")
+
+
+@app.command()
+def inbox(
+    world: str,
+    agent_id: str,
+    all_: Annotated[bool, typer.Option("--all", help="Read messages too, not only unread.")] = False,
+    mark_read: Annotated[bool, typer.Option(help="Mark what is shown as read.")] = False,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+) -> None:
+    """An agent's inbox as JSON lines, oldest first (FIFO)."""
+    with _open() as mem:
+        agent = mem.world(world).agent(agent_id)
+        for message, read in agent.service.inbox(world, agent.id, not all_, limit, mark_read):
+            sys.stdout.write(json.dumps({**message.to_dict(), "read": read}, ensure_ascii=False) + "\n")
+
+
+class ContextFormat(StrEnum):
+    openai = "openai"
+    anthropic = "anthropic"
+    json = "json"
+    table = "table"
+
+
+@app.command()
+def context(
+    world: str,
+    agent_id: str,
+    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Token budget (default: the model's window minus the reply reserve).")
+    ] = None,
+    history_limit: Annotated[int | None, typer.Option(help="Messages of history (default 25).")] = None,
+    message: Annotated[int | None, typer.Option(help="The message being answered; incoming ends with it.")] = None,
+    channel: Annotated[str | None, typer.Option(help="Channel guidelines to use: chat, call, sms, email.")] = None,
+    format_: Annotated[
+        ContextFormat,
+        typer.Option("--format", help="openai/anthropic: the messages; json: messages and report; table: for people."),
+    ] = ContextFormat.openai,
+) -> None:
+    """The context an agent's next model call receives, and what was left out and why."""
+    with _open() as mem:
+        ctx = (
+            mem.world(world)
+            .agent(agent_id)
+            .context(chat, max_tokens=max_tokens, history_limit=history_limit, message=message, channel=channel)
+        )
+        if format_ is ContextFormat.openai:
+            _json(ctx.openai())
+        elif format_ is ContextFormat.anthropic:
+            _json(ctx.anthropic())
+        elif format_ is ContextFormat.json:
+            _json(ctx.to_dict())
+        else:
+            print_context(out, ctx, f"{agent_id} in {world}" + (f" / {chat}" if chat else ""))
+
+
+# -- import ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+@import_app.command("locomo")
+def import_locomo(
+    file: Path,
+    speakers: Annotated[
+        str, typer.Option(help="Register the speakers as 'agents' (hear everything) or 'humans'.")
+    ] = "agents",
+) -> None:
+    """Import a LoCoMo benchmark file: one world per conversation, real session timestamps."""
+    with _open() as mem:
+        conversations = importers.read_locomo(file, speakers)
+        for conversation in conversations:
+            with _progress(len(conversation.messages), conversation.world_id) as advance:
+                importers.store_conversation(mem, conversation, advance)
+        total = sum(len(c.messages) for c in conversations)
+        out.print(f"imported {total} messages into {len(conversations)} worlds")
+
+
+@import_app.command("jsonl")
+def import_jsonl(
+    file: Path,
+    world: Annotated[str | None, typer.Option(help="World to import into (default: from the file name).")] = None,
+    chat: Annotated[str | None, typer.Option(help="Chat for lines without a chat_id.")] = None,
+) -> None:
+    """Import OpenAI-style chat lines ({role, content, name?, created_at?, chat_id?})."""
+    with _open() as mem:
+        conversation = importers.read_jsonl(file, world, chat)
+        with _progress(len(conversation.messages), conversation.world_id) as advance:
+            stored = importers.store_conversation(mem, conversation, advance)
+        out.print(f"imported {stored} messages into world {conversation.world_id}")
+
+
+# -- demo --------------------------------------------------------------------------------------
+
+
+@app.command()
+def demo(
+    db: Annotated[str | None, typer.Option(help="Keep the demo store in this file instead of a temporary one.")] = None,
+) -> None:
+    """A small multi-agent world: what each agent's model would get, and the report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = db or str(Path(tmp) / "demo.db")
+        with Recall(path) as mem:
+            world = build_demo_world(mem)
+            out.rule(f"[bold]recall demo[/]: world {world.id!r}, store {path}")
+            out.print("The conversation everyone heard:")
+            for message in world.messages():
+                out.print(f"  [dim]#{message.id}[/] [bold]{message.sender}[/]: {message.content}", highlight=False)
+            for person in world.participants():
+                if person.kind == "agent":
+                    out.print()
+                    print_context(out, world.agent(person.id).context(), f"what {person.id}'s model gets")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

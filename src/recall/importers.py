@@ -1,0 +1,191 @@
+"""Bring existing conversations into a store: LoCoMo benchmark files and OpenAI-style JSONL.
+
+Each importer reads and validates the whole file first, so a bad line stops the import
+before anything is stored, then registers the speakers it found and posts in batches with
+the real timestamps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from recall.api import Recall, World
+from recall.core.routing import RESERVED_SENDERS
+from recall.errors import InvalidInputError
+from recall.service import ID_PATTERN, MAX_ID_LENGTH, PostRequest, parse_timestamp
+
+LOCOMO_DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+
+Progress = Callable[[int], None]
+
+
+def slug(name: str) -> str:
+    """A participant or world id made from a display name (`Mary Ann` → `Mary-Ann`)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]+", "-", name.strip()).strip("-_")[:MAX_ID_LENGTH].strip("-_")
+    if not cleaned or not ID_PATTERN.fullmatch(cleaned):
+        raise InvalidInputError("name", f"cannot make an id from {name!r}")
+    return cleaned
+
+
+@dataclass
+class Conversation:
+    """A conversation ready to import: the world it goes to, its speakers, its messages."""
+
+    world_id: str
+    name: str
+    humans: set[str] = field(default_factory=set)
+    agents: set[str] = field(default_factory=set)
+    messages: list[PostRequest] = field(default_factory=list)
+    #: Agent settings given to every agent this import registers.
+    agent_settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _register(world: World, conversation: Conversation) -> None:
+    known = {p.id.lower() for p in world.participants()}
+    for human in sorted(conversation.humans):
+        if human.lower() not in known and human.lower() not in RESERVED_SENDERS:
+            world.add_human(human)
+    for agent in sorted(conversation.agents):
+        if agent.lower() not in known and agent.lower() not in RESERVED_SENDERS:
+            world.add_agent(agent, **conversation.agent_settings)
+
+
+def store_conversation(mem: Recall, conversation: Conversation, progress: Progress | None = None) -> int:
+    """Create the world if needed, register speakers, post every message; returns the count."""
+    world = mem.world(conversation.world_id, create=True, name=conversation.name)
+    _register(world, conversation)
+    return len(world.import_messages(conversation.messages, progress=progress))
+
+
+# -- LoCoMo ---------------------------------------------------------------------------------
+
+
+def _locomo_time(raw: str, where: str) -> datetime:
+    try:
+        return datetime.strptime(raw.strip(), LOCOMO_DATE_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidInputError(where, f"{raw!r} is not a LoCoMo date like '1:56 pm on 8 May, 2023'") from None
+
+
+def locomo_session_numbers(conversation: dict[str, Any]) -> list[int]:
+    """Session numbers that have turns, in order (some files have dates without sessions)."""
+    numbers = [int(k.split("_")[1]) for k in conversation if re.fullmatch(r"session_\d+", k)]
+    return sorted(numbers)
+
+
+def read_locomo(path: str | Path, speakers: str = "agents") -> list[Conversation]:
+    """Parse a LoCoMo file (a list of samples) into one conversation per sample.
+
+    `speakers="agents"` registers both speakers as agents that hear everything (context filter
+    `all`), so each one's model view can be built; `"humans"` registers them as humans.
+    """
+    if speakers not in ("agents", "humans"):
+        raise InvalidInputError("speakers", f"must be 'agents' or 'humans', got {speakers!r}")
+    try:
+        samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInputError("file", f"cannot read LoCoMo JSON from {path}: {exc}") from None
+    if not isinstance(samples, list):
+        raise InvalidInputError("file", "a LoCoMo file is a JSON list of samples")
+    conversations = []
+    for index, sample in enumerate(samples):
+        where = f"sample {index}"
+        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+            raise InvalidInputError(where, "has no 'conversation' object")
+        sample_id = str(sample.get("sample_id") or f"sample-{index}")
+        conv = sample["conversation"]
+        conversation = Conversation(world_id=slug(f"locomo-{sample_id}"), name=f"LoCoMo {sample_id}")
+        if speakers == "agents":
+            conversation.agent_settings = {"context_filter": "all"}
+        names: dict[str, str] = {}
+        for number in locomo_session_numbers(conv):
+            key = f"session_{number}"
+            when = _locomo_time(str(conv.get(f"{key}_date_time", "")), f"{where} {key}_date_time")
+            for turn in conv[key]:
+                speaker = str(turn.get("speaker", ""))
+                if speaker not in names:
+                    names[speaker] = slug(speaker)
+                text = str(turn.get("text") or "").strip()
+                caption = turn.get("blip_caption")
+                if not text and caption:
+                    text = f"[shared a photo: {caption}]"
+                metadata = {"dia_id": turn.get("dia_id"), "session": number}
+                for extra in ("blip_caption", "img_url", "query"):
+                    if turn.get(extra):
+                        metadata[extra] = turn[extra]
+                conversation.messages.append(
+                    PostRequest(sender=names[speaker], content=text or "…", created_at=when, metadata=metadata)
+                )
+        (conversation.agents if speakers == "agents" else conversation.humans).update(names.values())
+        conversations.append(conversation)
+    return conversations
+
+
+# -- OpenAI-style JSONL -----------------------------------------------------------------------
+
+
+def _text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise InvalidInputError(f"{where}.content", "must be text or a list of content parts")
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"line {number}", f"is not valid JSON: {exc.msg}") from None
+            if not isinstance(item, dict):
+                raise InvalidInputError(f"line {number}", 'must be a JSON object like {"role": …, "content": …}')
+            yield number, item
+
+
+def read_jsonl(path: str | Path, world_id: str | None = None, chat_id: str | None = None) -> Conversation:
+    """Parse OpenAI-style chat lines: {role, content, name?, created_at|timestamp?, chat_id?}.
+
+    `user` lines come from humans (their `name`, else `user`), `assistant` lines from agents
+    (their `name`, else `assistant`), `system` lines from the system.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidInputError("file", f"{path} does not exist")
+    conversation = Conversation(world_id=world_id or slug(file.stem), name=world_id or file.stem)
+    for number, item in _jsonl_lines(file):
+        where = f"line {number}"
+        role = item.get("role")
+        if role not in ("user", "assistant", "system"):
+            raise InvalidInputError(f"{where}.role", f"must be user, assistant or system, got {role!r}")
+        text = _text(item.get("content"), where)
+        if not text.strip():
+            raise InvalidInputError(f"{where}.content", "is empty")
+        name = item.get("name")
+        if role == "system":
+            sender = "system"
+        elif role == "user":
+            sender = slug(str(name)) if name else "user"
+            conversation.humans.add(sender)
+        else:
+            sender = slug(str(name)) if name else "assistant"
+            conversation.agents.add(sender)
+        when = item.get("created_at", item.get("timestamp"))
+        conversation.messages.append(
+            PostRequest(
+                sender=sender,
+                content=text,
+                chat_id=item.get("chat_id", chat_id),
+                created_at=None if when is None else parse_timestamp(when, f"{where}.created_at"),
+            )
+        )
+    return conversation
