@@ -146,6 +146,16 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
     return AgentProfile(id=agent_id, **values)
 
 
+class Roster:
+    """A world's participants, indexed the ways routing needs (built once per batch)."""
+
+    def __init__(self, people: Sequence[ParticipantRecord]) -> None:
+        self.by_key = {p.id.lower(): p for p in people}
+        self.humans = {k for k, p in self.by_key.items() if p.kind == "human"}
+        self.agents = [p.id for p in people if p.kind == "agent"]
+        self.agent_keys = {a.lower() for a in self.agents}
+
+
 @dataclass(frozen=True)
 class PostRequest:
     """One message to post; the fields a caller may give."""
@@ -223,7 +233,7 @@ class RecallService:
 
     # -- posting --------------------------------------------------------------------------
 
-    def _route(self, world: WorldRecord, people: list[ParticipantRecord], req: PostRequest) -> NewMessage:
+    def _route(self, world: WorldRecord, roster: Roster, req: PostRequest) -> NewMessage:
         """Validate one post and work out its sender type, mentions and recipients."""
         if not isinstance(req.sender, str) or not req.sender.strip():
             raise InvalidInputError("sender", "must name who is posting (a participant, or system/world/human)")
@@ -244,10 +254,7 @@ class RecallService:
             raise InvalidInputError("metadata", "must be an object")
         chat_id = _check_chat(req.chat_id)
 
-        by_key = {p.id.lower(): p for p in people}
-        humans = {k for k, p in by_key.items() if p.kind == "human"}
-        agents = [p.id for p in people if p.kind == "agent"]
-        kind = sender_type(req.sender, humans, {a.lower() for a in agents})
+        kind = sender_type(req.sender, roster.humans, roster.agent_keys)
         if kind is None:
             raise InvalidInputError(
                 "sender",
@@ -255,10 +262,9 @@ class RecallService:
                 f"world.add_human({req.sender!r}) or world.add_agent({req.sender!r}) "
                 f"(`recall human add {world.id} {req.sender}`), or post as system/world/human",
             )
-        author = by_key.get(req.sender.strip().lower())
+        author = roster.by_key.get(req.sender.strip().lower())
         sender = author.id if author else req.sender.strip().lower()
         author_agent = author.id if author and author.kind == "agent" else None
-        message_stub = Message(0, world.id, sender, kind, req.content, datetime.now(UTC))
         return NewMessage(
             sender=sender,
             sender_type=kind,
@@ -271,9 +277,9 @@ class RecallService:
             addressed=tuple(paragraph_mentions(req.content)),
             metadata=dict(req.metadata or {}),
             idempotency_key=req.idempotency_key,
-            recipients=tuple(a for a in agents if a != author_agent),
+            recipients=tuple(a for a in roster.agents if a != author_agent),
             author_agent=author_agent,
-            reset_turns=resets_turns(message_stub),
+            reset_turns=resets_turns(kind),
         )
 
     def post(self, world_id: str, request: PostRequest) -> Message:
@@ -282,8 +288,8 @@ class RecallService:
     def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
         world = self.get_world(world_id)
-        people = self.store.list_participants(world.id)
-        batch = [self._route(world, people, r) for r in requests]
+        roster = Roster(self.store.list_participants(world.id))
+        batch = [self._route(world, roster, r) for r in requests]
         return self.store.append_messages(world.id, batch)
 
     def import_messages(
@@ -297,8 +303,8 @@ class RecallService:
         are stored in transactions of `batch_size`, reporting each batch to `progress`."""
         world = self.get_world(world_id)
         _check_int("batch_size", batch_size, 1)
-        people = self.store.list_participants(world.id)
-        routed = [self._route(world, people, r) for r in requests]
+        roster = Roster(self.store.list_participants(world.id))
+        routed = [self._route(world, roster, r) for r in requests]
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):
             chunk = routed[start : start + batch_size]

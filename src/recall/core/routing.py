@@ -112,9 +112,9 @@ def turn_limit_notice(limit: int) -> str:
     return f"@human {TURN_LIMIT_MARKER} ({limit} LLM calls). Please take control of the conversation."
 
 
-def resets_turns(message: Message) -> bool:
+def resets_turns(kind: SenderType) -> bool:
     """A human or world message gives every agent its turns back."""
-    return message.sender_type in (SenderType.HUMAN, SenderType.WORLD)
+    return kind in (SenderType.HUMAN, SenderType.WORLD)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class Decision:
 
 def decide(agent_id: str, message: Message, turn_count: int, turn_limit: int) -> Decision:
     """The live decision, turn limit included (spec §2)."""
-    count = 0 if resets_turns(message) else turn_count
+    count = 0 if resets_turns(message.sender_type) else turn_count
     if is_own(agent_id, message):
         return Decision(False, count, reason="own")
     verdict = addressing(agent_id, message)
