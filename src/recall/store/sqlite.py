@@ -181,7 +181,9 @@ class SQLiteStore:
         one is returned in its place.
         """
         stored: list[Message] = []
+        deliveries: list[tuple[str, str, str, int, int]] = []
         counts: Counter[tuple[str, str]] = Counter()
+        resets: set[str] = set()
         with self._write() as db:
             for new in batch:
                 chat = _chat_key(new.chat_id)
@@ -213,20 +215,15 @@ class SQLiteStore:
                     ),  # fmt: skip
                 )
                 message_id = int(cursor.lastrowid or 0)
-                rows = [(world_id, agent, chat, message_id, 0) for agent in new.recipients]
+                for agent in new.recipients:
+                    deliveries.append((world_id, agent, chat, message_id, 0))
+                    counts[(agent, chat)] += 1
                 if new.author_agent is not None:
-                    rows.append((world_id, new.author_agent, chat, message_id, 1))
-                db.executemany(
-                    "INSERT INTO deliveries (world_id, agent_id, chat_id, message_id, own) VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                for row in rows:
-                    counts[(row[1], chat)] += 1
-                if new.reset_turns and new.recipients:
-                    db.executemany(
-                        "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
-                        [(world_id, agent) for agent in new.recipients],
-                    )
+                    deliveries.append((world_id, new.author_agent, chat, message_id, 1))
+                    counts[(new.author_agent, chat)] += 1
+                if new.reset_turns:
+                    # Nothing else in a batch touches the counters, so one reset at the end is the same.
+                    resets.update(new.recipients)
                 stored.append(
                     Message(
                         id=message_id,
@@ -243,6 +240,14 @@ class SQLiteStore:
                         metadata=new.metadata,
                     )  # fmt: skip
                 )
+            db.executemany(
+                "INSERT INTO deliveries (world_id, agent_id, chat_id, message_id, own) VALUES (?, ?, ?, ?, ?)",
+                deliveries,
+            )
+            db.executemany(
+                "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
+                [(world_id, agent) for agent in sorted(resets)],
+            )
             chats = {_chat_key(m.chat_id): m.created_at for m in stored}
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
