@@ -228,6 +228,11 @@ class RecallService:
             raise UnknownParticipantError(world.id, str(agent_id), "agent")
         return profile_from_record(record)
 
+    def _agent_in(self, world_id: str, agent_id: str) -> tuple[str, str]:
+        """The stored (world id, agent id) for what a caller typed, in any case."""
+        world = self.get_world(world_id)
+        return world.id, self.get_agent(world.id, agent_id).id
+
     def participants(self, world_id: str) -> list[ParticipantRecord]:
         return self.store.list_participants(self.get_world(world_id).id)
 
@@ -333,17 +338,17 @@ class RecallService:
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False
     ) -> list[tuple[Message, bool]]:
-        agent = self.get_agent(world_id, agent_id)
+        world, agent = self._agent_in(world_id, agent_id)
         _check_int("limit", limit, 1, 1000)
-        entries = self.store.inbox(world_id, agent.id, unread_only, limit)
+        entries = self.store.inbox(world, agent, unread_only, limit)
         if mark_read and entries:
-            self.store.mark_read(world_id, agent.id, [m.id for m, _ in entries], datetime.now(UTC))
+            self.store.mark_read(world, agent, [m.id for m, _ in entries], datetime.now(UTC))
         return entries
 
     def ack(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> int:
-        agent = self.get_agent(world_id, agent_id)
+        world, agent = self._agent_in(world_id, agent_id)
         ids = [_check_int("ids", i, 1) for i in message_ids]
-        return self.store.mark_read(world_id, agent.id, ids, datetime.now(UTC))
+        return self.store.mark_read(world, agent, ids, datetime.now(UTC))
 
     def turn_limit(self, world: WorldRecord) -> int:
         return world.turn_limit or self.settings.turn_limit
@@ -361,26 +366,24 @@ class RecallService:
 
     def record_llm_call(self, world_id: str, agent_id: str) -> int:
         """Count one LLM call of the agent against its turn limit; returns the new count."""
-        agent = self.get_agent(world_id, agent_id)
-        return self.store.increment_turns(world_id, agent.id)
+        return self.store.increment_turns(*self._agent_in(world_id, agent_id))
 
     def turn_count(self, world_id: str, agent_id: str) -> int:
-        agent = self.get_agent(world_id, agent_id)
-        return self.store.turn_count(world_id, agent.id)
+        return self.store.turn_count(*self._agent_in(world_id, agent_id))
 
     # -- observations ---------------------------------------------------------------------
 
     def observe(self, world_id: str, agent_id: str, observation: obs.Observation | Mapping[str, Any]) -> int:
-        agent = self.get_agent(world_id, agent_id)
+        world, agent = self._agent_in(world_id, agent_id)
         parsed = observation if isinstance(observation, obs.Observation) else obs.observation_from_dict(observation)
         return self.store.add_observation(
-            world_id, agent.id, "observation", parsed.time, obs.observation_to_dict(parsed), datetime.now(UTC)
+            world, agent, "observation", parsed.time, obs.observation_to_dict(parsed), datetime.now(UTC)
         )
 
     def act(self, world_id: str, agent_id: str, action: obs.Action | Mapping[str, Any]) -> int:
-        agent = self.get_agent(world_id, agent_id)
+        world, agent = self._agent_in(world_id, agent_id)
         parsed = action if isinstance(action, obs.Action) else obs.action_from_dict(action)
-        return self.store.add_observation(world_id, agent.id, "action", parsed.time, asdict(parsed), datetime.now(UTC))
+        return self.store.add_observation(world, agent, "action", parsed.time, asdict(parsed), datetime.now(UTC))
 
     def _observations_block(
         self, world_id: str, agent_id: str, current: obs.Observation | Mapping[str, Any] | None

@@ -45,9 +45,12 @@ class Settings:
                 continue
             if f.type in ("int", int):
                 try:
-                    overrides[f.name] = int(raw)
+                    value = int(raw)
                 except ValueError:
-                    raise InvalidInputError(f"RECALL_{f.name.upper()}", f"must be an integer, got {raw!r}") from None
+                    value = -1
+                if value < 0:
+                    raise InvalidInputError(f"RECALL_{f.name.upper()}", f"must be a whole number ≥ 0, got {raw!r}")
+                overrides[f.name] = value
             else:
                 overrides[f.name] = raw
         return replace(cls(), **overrides)  # type: ignore[arg-type]

@@ -248,7 +248,9 @@ class SQLiteStore:
                 "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
                 [(world_id, agent) for agent in sorted(resets)],
             )
-            chats = {_chat_key(m.chat_id): m.created_at for m in stored}
+            chats: dict[str, datetime] = {}
+            for m in stored:
+                chats.setdefault(_chat_key(m.chat_id), m.created_at)
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, _ts(at)) for chat, at in chats.items()],

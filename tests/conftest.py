@@ -1,0 +1,37 @@
+"""Shared fixtures: a `Recall` on a real SQLite file, and a small world to post in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recall import Recall, Settings, World
+
+AGENT_A_PROMPT = "You are agent A. You answer questions."
+AGENT_B_PROMPT = "You are agent B. You review answers."
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Where the `mem` fixture keeps its SQLite file."""
+    return tmp_path / "recall.db"
+
+
+@pytest.fixture
+def mem(db_path: Path) -> Iterator[Recall]:
+    """A `Recall` on a fresh SQLite file, with default settings (not the environment's)."""
+    recall = Recall(db_path, settings=Settings())
+    yield recall
+    recall.close()
+
+
+@pytest.fixture
+def world(mem: Recall) -> World:
+    """World `w`: human `maria`, agents `agent-a` and `agent-b`."""
+    w = mem.world("w", create=True)
+    w.add_human("maria")
+    w.add_agent("agent-a", system_prompt=AGENT_A_PROMPT)
+    w.add_agent("agent-b", system_prompt=AGENT_B_PROMPT)
+    return w

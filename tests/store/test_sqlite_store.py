@@ -1,0 +1,563 @@
+"""The SQLite store against real files: schema, durability, deliveries, inbox, counters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recall.core.models import SenderType
+from recall.errors import InvalidInputError, RecallError
+from recall.service import PostRequest, RecallService
+from recall.store.base import NewMessage, ParticipantRecord
+from recall.store.sqlite import MEMORY_PAGE, SQLiteStore, StoreVersionError
+from recall.store.sqlite import sqlite3 as store_sqlite3
+from recall.store.sqlite_schema import LATEST_VERSION
+
+T0 = datetime(2025, 5, 8, 13, 56, tzinfo=UTC)
+AGENTS = ("agent-a", "agent-b", "agent-c")
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Read the file with a separate connection.
+
+    It uses the store's own SQLite library: two SQLite copies in one process do not share
+    POSIX locks, and closing one can checkpoint the other's WAL away.
+    """
+    with closing(store_sqlite3.connect(str(path))) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def count(path: Path, table: str) -> int:
+    return int(rows(path, f"SELECT COUNT(*) FROM {table}")[0][0])
+
+
+def human(content: str, chat: str | None = None, **kw: Any) -> NewMessage:
+    """A message by maria, delivered to every agent, resetting their turns."""
+    return NewMessage(
+        sender="maria",
+        sender_type=SenderType.HUMAN,
+        content=content,
+        created_at=kw.pop("created_at", T0),
+        chat_id=chat,
+        recipients=kw.pop("recipients", AGENTS),
+        reset_turns=True,
+        **kw,
+    )
+
+
+def by_agent(agent: str, content: str, chat: str | None = None, **kw: Any) -> NewMessage:
+    """A message by an agent: its own memory row, delivered to the other agents."""
+    return NewMessage(
+        sender=agent,
+        sender_type=SenderType.AGENT,
+        content=content,
+        created_at=kw.pop("created_at", T0),
+        chat_id=chat,
+        recipients=tuple(a for a in AGENTS if a != agent),
+        author_agent=agent,
+        **kw,
+    )
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+def _populate(store: SQLiteStore) -> None:
+    store.create_world("w", "W", None, T0)
+    store.add_participant(ParticipantRecord("w", "maria", "human", T0))
+    for agent in AGENTS:
+        store.add_participant(ParticipantRecord("w", agent, "agent", T0, {"system_prompt": f"I am {agent}."}))
+
+
+@pytest.fixture
+def store(path: Path) -> Iterator[SQLiteStore]:
+    """A store with world `w`: human maria and agents agent-a, agent-b, agent-c."""
+    s = SQLiteStore(path)
+    _populate(s)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def service(store: SQLiteStore) -> RecallService:
+    return RecallService(store)
+
+
+# -- schema and files ---------------------------------------------------------------------
+
+
+def test_wal_mode_is_on(store: SQLiteStore, path: Path) -> None:
+    assert rows(path, "PRAGMA journal_mode") == [("wal",)]
+
+
+def test_fresh_file_is_at_schema_version_1(store: SQLiteStore, path: Path) -> None:
+    assert LATEST_VERSION == 1
+    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations")] == [1]
+    assert store.schema_version() == 1
+
+
+def test_reopening_does_not_rerun_migrations(store: SQLiteStore, path: Path) -> None:
+    store.append_messages("w", [human("hello")])
+    before = rows(path, "SELECT version, applied_at FROM schema_migrations")
+    store.close()
+    for _ in range(2):
+        reopened = SQLiteStore(path)
+        assert reopened.schema_version() == 1
+        reopened.close()
+    assert rows(path, "SELECT version, applied_at FROM schema_migrations") == before
+    assert count(path, "messages") == 1
+
+
+def test_newer_schema_version_is_refused_with_a_clear_message(store: SQLiteStore, path: Path) -> None:
+    store.close()
+    with closing(store_sqlite3.connect(str(path))) as db:
+        db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (LATEST_VERSION + 1, 0.0))
+        db.commit()
+    with pytest.raises(StoreVersionError) as info:
+        SQLiteStore(path)
+    message = str(info.value)
+    assert isinstance(info.value, RecallError)
+    assert str(path) in message
+    assert f"schema version {LATEST_VERSION + 1}" in message
+    assert "upgrade recall" in message
+    # Refusing changed nothing.
+    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations ORDER BY version")] == [1, 2]
+
+
+def test_store_creates_missing_parent_directories(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b" / "recall.db"
+    s = SQLiteStore(nested)
+    s.close()
+    assert nested.is_file()
+
+
+def test_data_survives_close_and_reopen(store: SQLiteStore, path: Path) -> None:
+    stored = store.append_messages("w", [human("one", chat="c1"), by_agent("agent-a", "two", chat="c1")])
+    store.mark_read("w", "agent-b", [stored[0].id], T0)
+    store.set_turn_count("w", "agent-a", 3)
+    store.add_observation("w", "agent-a", "observation", 1.0, {"time": 1.0}, T0)
+    store.close()
+
+    reopened = SQLiteStore(path)
+    try:
+        assert reopened.get_world("w") is not None
+        assert [p.id for p in reopened.list_participants("w")] == ["agent-a", "agent-b", "agent-c", "maria"]
+        assert reopened.get_participant("w", "agent-a").profile == {"system_prompt": "I am agent-a."}  # type: ignore[union-attr]
+        assert [reopened.get_message("w", m.id) for m in stored] == stored
+        assert [(m.id, read) for m, read in reopened.inbox("w", "agent-b", unread_only=False)] == [
+            (stored[0].id, True),
+            (stored[1].id, False),
+        ]
+        assert reopened.turn_count("w", "agent-a") == 3
+        assert reopened.recent_observations("w", "agent-a", "observation", 5) == [{"time": 1.0}]
+        assert reopened.memory_counts("w", "agent-a") == {"c1": 2}
+    finally:
+        reopened.close()
+
+
+# -- messages -----------------------------------------------------------------------------
+
+
+def test_message_ids_are_strictly_increasing(store: SQLiteStore, path: Path) -> None:
+    ids = [m.id for m in store.append_messages("w", [human(f"m{i}") for i in range(5)])]
+    ids += [store.append_messages("w", [human("single")])[0].id]
+    store.close()
+    reopened = SQLiteStore(path)
+    try:
+        ids += [reopened.append_messages("w", [human("after reopen")])[0].id]
+    finally:
+        reopened.close()
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    assert ids[0] >= 1
+
+
+def test_message_fields_round_trip(store: SQLiteStore) -> None:
+    parent = store.append_messages("w", [human("first", chat="c1")])[0]
+    new = NewMessage(
+        sender="agent-a",
+        sender_type=SenderType.AGENT,
+        content="@agent-b look at this, cc @maria",
+        created_at=T0 + timedelta(seconds=1),
+        chat_id="c1",
+        channel="sms",
+        parent_id=parent.id,
+        mentions=("agent-b", "maria"),
+        addressed=("agent-b",),
+        metadata={"source": "import", "n": [1, 2]},
+        recipients=("agent-b", "agent-c"),
+        author_agent="agent-a",
+    )
+    returned = store.append_messages("w", [new])[0]
+    read = store.get_message("w", returned.id)
+    assert read == returned
+    assert (read.sender, read.sender_type, read.chat_id, read.channel, read.parent_id) == (  # type: ignore[union-attr]
+        "agent-a",
+        SenderType.AGENT,
+        "c1",
+        "sms",
+        parent.id,
+    )
+    assert read.mentions == ("agent-b", "maria")  # type: ignore[union-attr]
+    assert read.addressed == ("agent-b",)  # type: ignore[union-attr]
+    assert read.metadata == {"source": "import", "n": [1, 2]}  # type: ignore[union-attr]
+    assert store.get_message("w", 999) is None
+
+
+def test_default_chat_is_none_not_empty_string(store: SQLiteStore) -> None:
+    m = store.append_messages("w", [human("hi")])[0]
+    assert m.chat_id is None
+    assert store.get_message("w", m.id).chat_id is None  # type: ignore[union-attr]
+    assert store.list_chats("w") == [(None, 1)]
+
+
+@pytest.fixture
+def non_utc_timezone() -> Iterator[None]:
+    """Run with a local time zone far from UTC, so a naive time read as local would show."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("time.tzset is not available on this platform")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    mp.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("non_utc_timezone")
+@pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param(datetime(2025, 5, 8, 13, 56, 0, 123456, tzinfo=UTC), id="aware-datetime"),
+        pytest.param(datetime(2025, 5, 8, 15, 56, 0, 123456, tzinfo=timezone(timedelta(hours=2))), id="offset"),
+        pytest.param("2025-05-08T13:56:00.123456Z", id="iso-z"),
+        pytest.param(T0.timestamp() + 0.123456, id="epoch-float"),
+        pytest.param(datetime(2025, 5, 8, 13, 56, 0, 123456), id="naive-is-utc"),
+    ],
+)
+def test_caller_supplied_timestamps_are_kept(service: RecallService, path: Path, given: object) -> None:
+    expected = datetime(2025, 5, 8, 13, 56, 0, 123456, tzinfo=UTC)
+    posted = service.post("w", PostRequest("maria", "imported", created_at=given))  # type: ignore[arg-type]
+    assert posted.created_at == expected
+    assert posted.created_at.utcoffset() == timedelta(0)
+    stored = service.get_message("w", posted.id)
+    assert stored.created_at == expected
+    assert stored.created_at.tzinfo is not None
+    assert rows(path, "SELECT created_at FROM messages WHERE id = ?", (posted.id,))[0][0] == pytest.approx(
+        expected.timestamp(), abs=1e-6
+    )
+
+
+def test_bad_timestamp_text_is_rejected(service: RecallService, path: Path) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        service.post("w", PostRequest("maria", "imported", created_at="yesterday"))
+    assert info.value.field == "created_at"
+    assert count(path, "messages") == 0
+
+
+def test_message_is_stored_once_and_delivered_to_every_agent_but_its_author(service: RecallService, path: Path) -> None:
+    m = service.post("w", PostRequest("agent-a", "@agent-b over to you"))
+    assert count(path, "messages") == 1
+    assert rows(
+        path, "SELECT agent_id, own, read_at FROM deliveries WHERE message_id = ? ORDER BY agent_id", (m.id,)
+    ) == [
+        ("agent-a", 1, None),
+        ("agent-b", 0, None),
+        ("agent-c", 0, None),
+    ]
+    # The author remembers it but does not get it in its inbox.
+    assert service.inbox("w", "agent-a") == []
+    assert [x.id for x, _ in service.inbox("w", "agent-b")] == [m.id]
+    assert [x.id for x in service.store.iter_memory("w", "agent-a", None)] == [m.id]
+
+    h = service.post("w", PostRequest("maria", "hello all"))
+    assert rows(path, "SELECT agent_id, own FROM deliveries WHERE message_id = ? ORDER BY agent_id", (h.id,)) == [
+        ("agent-a", 0),
+        ("agent-b", 0),
+        ("agent-c", 0),
+    ]
+    assert count(path, "messages") == 2
+
+
+# -- inbox --------------------------------------------------------------------------------
+
+
+def test_inbox_is_fifo_and_unread_until_marked(store: SQLiteStore) -> None:
+    stored = store.append_messages("w", [human("one"), human("two", chat="c1"), by_agent("agent-c", "three")])
+    ids = [m.id for m in stored]
+
+    assert [m.id for m, _ in store.inbox("w", "agent-a")] == ids
+    assert all(read is False for _, read in store.inbox("w", "agent-a"))
+    assert [m.id for m, _ in store.inbox("w", "agent-a", limit=2)] == ids[:2]
+    # agent-c wrote the third one: not in its inbox.
+    assert [m.id for m, _ in store.inbox("w", "agent-c")] == ids[:2]
+
+    assert store.mark_read("w", "agent-a", [ids[1]], T0) == 1
+    assert store.mark_read("w", "agent-a", [ids[1]], T0) == 0  # already read
+    assert [m.id for m, _ in store.inbox("w", "agent-a")] == [ids[0], ids[2]]
+    assert [(m.id, read) for m, read in store.inbox("w", "agent-a", unread_only=False)] == [
+        (ids[0], False),
+        (ids[1], True),
+        (ids[2], False),
+    ]
+    # Reading is per agent.
+    assert [m.id for m, _ in store.inbox("w", "agent-b")] == ids
+
+
+def test_mark_read_ignores_own_and_unknown_messages(store: SQLiteStore) -> None:
+    own = store.append_messages("w", [by_agent("agent-a", "mine")])[0]
+    assert store.mark_read("w", "agent-a", [own.id, 12345], T0) == 0
+    assert store.inbox("w", "agent-a", unread_only=False) == []
+
+
+# -- idempotency and atomicity -------------------------------------------------------------
+
+
+def test_idempotency_key_stores_one_message(service: RecallService, path: Path) -> None:
+    first = service.post("w", PostRequest("maria", "hello", idempotency_key="k-1"))
+    again = service.post("w", PostRequest("maria", "hello (retry)", idempotency_key="k-1"))
+    assert again.id == first.id
+    assert again.content == "hello"
+    assert again == first
+    assert count(path, "messages") == 1
+    assert count(path, "deliveries") == 3
+    assert service.store.memory_counts("w", "agent-a") == {None: 1}
+    other = service.post("w", PostRequest("maria", "hello", idempotency_key="k-2"))
+    assert other.id > first.id
+    assert count(path, "messages") == 2
+
+
+def test_idempotency_key_repeated_inside_one_batch(service: RecallService, path: Path) -> None:
+    out = service.post_many(
+        "w", [PostRequest("maria", "a", idempotency_key="k"), PostRequest("maria", "b", idempotency_key="k")]
+    )
+    assert out[0].id == out[1].id
+    assert out[1].content == "a"
+    assert count(path, "messages") == 1
+    assert count(path, "deliveries") == 3
+
+
+def _table_counts(path: Path) -> dict[str, int]:
+    return {t: count(path, t) for t in ("messages", "deliveries", "chats", "memory_counts")}
+
+
+def test_post_many_with_one_invalid_message_stores_nothing(service: RecallService, path: Path) -> None:
+    service.post("w", PostRequest("maria", "before"))
+    before = _table_counts(path)
+    batch = [
+        PostRequest("maria", "ok 1", chat_id="c1"),
+        PostRequest("stranger", "who am I?", chat_id="c1"),
+        PostRequest("maria", "ok 2", chat_id="c1"),
+    ]
+    with pytest.raises(InvalidInputError) as info:
+        service.post_many("w", batch)
+    assert info.value.field == "sender"
+    assert _table_counts(path) == before
+
+
+@pytest.mark.parametrize("bad_at", [1, 2], ids=["second", "last"])
+def test_append_messages_is_atomic_when_the_database_rejects_one(store: SQLiteStore, path: Path, bad_at: int) -> None:
+    store.append_messages("w", [human("before")])
+    before = _table_counts(path)
+    batch = [human("good 1", chat="c1"), human("good 2", chat="c1")]
+    # A duplicate recipient violates the deliveries PRIMARY KEY inside the transaction.
+    batch.insert(bad_at, human("bad", chat="c1", recipients=("agent-a", "agent-a")))
+    with pytest.raises(store_sqlite3.IntegrityError):
+        store.append_messages("w", batch)
+    assert _table_counts(path) == before
+    assert rows(path, "SELECT content FROM messages ORDER BY id") == [("before",)]
+    assert store.list_chats("w") == [(None, 1)]
+    assert store.memory_counts("w", "agent-a") == {None: 1}
+    # The store is still usable: no transaction was left open.
+    after = store.append_messages("w", [human("after")])[0]
+    assert store.get_message("w", after.id) is not None
+
+
+def test_append_messages_rolls_back_turn_resets_too(store: SQLiteStore) -> None:
+    store.set_turn_count("w", "agent-a", 4)
+    with pytest.raises(store_sqlite3.IntegrityError):
+        store.append_messages("w", [human("resets"), human("bad", recipients=("agent-b", "agent-b"))])
+    assert store.turn_count("w", "agent-a") == 4
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [MEMORY_PAGE * 2 + 7, MEMORY_PAGE * 2], ids=["partial-last-page", "exact-pages"])
+def test_iter_memory_is_newest_first_across_pages_and_only_that_chat(store: SQLiteStore, n: int) -> None:
+    batch: list[NewMessage] = []
+    for i in range(n):
+        batch.append(human(f"main {i}"))
+        if i % 3 == 0:
+            batch.append(human(f"side {i}", chat="side"))
+    stored = store.append_messages("w", batch)
+    main_ids = [m.id for m in stored if m.chat_id is None]
+    side_ids = [m.id for m in stored if m.chat_id == "side"]
+
+    memory = list(store.iter_memory("w", "agent-a", None))
+    assert len(memory) == n
+    assert [m.id for m in memory] == sorted(main_ids, reverse=True)
+    assert {m.chat_id for m in memory} == {None}
+    assert [m.id for m in store.iter_memory("w", "agent-a", "side")] == sorted(side_ids, reverse=True)
+    # `before` starts the scan below a message id.
+    cut = main_ids[100]
+    assert [m.id for m in store.iter_memory("w", "agent-a", None, before=cut)] == sorted(main_ids[:100], reverse=True)
+    assert list(store.iter_memory("w", "agent-a", "nowhere")) == []
+
+
+def test_iter_memory_holds_own_messages_and_deliveries_only(store: SQLiteStore) -> None:
+    a = store.append_messages("w", [by_agent("agent-a", "from a")])[0]
+    h = store.append_messages("w", [human("to a and c only", recipients=("agent-a", "agent-c"))])[0]
+    assert [m.id for m in store.iter_memory("w", "agent-a", None)] == [h.id, a.id]
+    assert [m.id for m in store.iter_memory("w", "agent-b", None)] == [a.id]
+
+
+def test_memory_counts_per_chat_are_exact(store: SQLiteStore, path: Path) -> None:
+    store.append_messages(
+        "w",
+        [human("1"), human("2", chat="c1"), by_agent("agent-a", "3", chat="c1"), by_agent("agent-b", "4", chat="c2")],
+    )
+    store.append_messages("w", [human("5", chat="c2", recipients=("agent-b",))])
+    assert store.memory_counts("w", "agent-a") == {None: 1, "c1": 2, "c2": 1}
+    assert store.memory_counts("w", "agent-b") == {None: 1, "c1": 2, "c2": 2}
+    assert store.memory_counts("w", "agent-c") == {None: 1, "c1": 2, "c2": 1}
+    assert store.memory_counts("w", "maria") == {}
+    # They agree with the deliveries themselves.
+    for agent in AGENTS:
+        actual = dict(
+            rows(path, "SELECT chat_id, COUNT(*) FROM deliveries WHERE agent_id = ? GROUP BY chat_id", (agent,))
+        )
+        assert {k or None: v for k, v in actual.items()} == store.memory_counts("w", agent)
+
+
+# -- turn counters ------------------------------------------------------------------------
+
+
+def test_turn_counters_increment_and_set(store: SQLiteStore) -> None:
+    assert store.turn_count("w", "agent-a") == 0
+    assert store.increment_turns("w", "agent-a") == 1
+    assert store.increment_turns("w", "agent-a") == 2
+    assert store.turn_count("w", "agent-a") == 2
+    store.set_turn_count("w", "agent-a", 7)
+    assert store.turn_count("w", "agent-a") == 7
+    assert store.increment_turns("w", "agent-a") == 8
+    assert store.turn_count("w", "agent-b") == 0
+
+
+def test_human_message_resets_recipients_turns_agent_message_does_not(service: RecallService) -> None:
+    store = service.store
+    for agent in AGENTS:
+        store.set_turn_count("w", agent, 3)
+    service.post("w", PostRequest("agent-a", "@agent-b your turn"))
+    assert [store.turn_count("w", a) for a in AGENTS] == [3, 3, 3]
+    service.post("w", PostRequest("maria", "@agent-b stop, please"))
+    assert [store.turn_count("w", a) for a in AGENTS] == [0, 0, 0]
+    store.set_turn_count("w", "agent-c", 2)
+    service.post("w", PostRequest("world", "the sun sets"))
+    assert store.turn_count("w", "agent-c") == 0
+    store.set_turn_count("w", "agent-c", 2)
+    service.post("w", PostRequest("system", "maintenance at noon"))
+    assert store.turn_count("w", "agent-c") == 2
+
+
+# -- observations -------------------------------------------------------------------------
+
+
+def test_observations_and_actions_round_trip(store: SQLiteStore) -> None:
+    ids = [
+        store.add_observation("w", "agent-a", "observation", float(t), {"time": float(t), "position": [t, 0.5]}, T0)
+        for t in range(1, 5)
+    ]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+    store.add_observation("w", "agent-a", "action", 2.5, {"time": 2.5, "kind": "move", "position": [2.0, 1.0]}, T0)
+    store.add_observation("w", "agent-b", "observation", 9.0, {"time": 9.0}, T0)
+
+    assert store.recent_observations("w", "agent-a", "observation", 2) == [
+        {"time": 3.0, "position": [3, 0.5]},
+        {"time": 4.0, "position": [4, 0.5]},
+    ]
+    assert len(store.recent_observations("w", "agent-a", "observation", 50)) == 4
+    assert store.recent_observations("w", "agent-a", "action", 50) == [
+        {"time": 2.5, "kind": "move", "position": [2.0, 1.0]}
+    ]
+    assert store.recent_observations("w", "agent-b", "observation", 50) == [{"time": 9.0}]
+    assert store.recent_observations("w", "agent-c", "observation", 50) == []
+
+
+# -- crashes ------------------------------------------------------------------------------
+
+CRASHING_WRITER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from recall import Recall, Settings
+    from recall.core.models import SenderType
+    from recall.store.base import NewMessage
+
+    path, n, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    mem = Recall(path, settings=Settings())
+    w = mem.world("w", create=True)
+    w.add_human("maria")
+    w.add_agent("agent-a")
+    w.add_agent("agent-b")
+    for i in range(n):
+        w.post("maria", f"message {i}")
+
+    def die():
+        if how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(1)
+
+    if how == "mid-write":
+        # Die inside the next write transaction, after its first INSERT.
+        def batch():
+            yield NewMessage("maria", SenderType.HUMAN, "never committed", w.messages()[0].created_at,
+                             recipients=("agent-a", "agent-b"))
+            die()
+        mem.service.store.append_messages("w", batch())
+    die()
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["exit", "kill", "mid-write"])
+def test_crash_loses_nothing_committed(tmp_path: Path, how: str) -> None:
+    if how == "kill" and sys.platform == "win32":
+        pytest.skip("no SIGKILL on Windows")
+    path = tmp_path / "crash.db"
+    n = 25
+    result = subprocess.run(
+        [sys.executable, "-c", CRASHING_WRITER, str(path), str(n), how],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    # The writer never closed the file: the committed data is still in the WAL.
+    assert Path(f"{path}-wal").exists()
+
+    store = SQLiteStore(path)
+    try:
+        messages = store.list_messages("w", None, limit=1000)
+        assert [m.content for m in messages] == [f"message {i}" for i in range(n)]
+        for agent in ("agent-a", "agent-b"):
+            inbox = store.inbox("w", agent, limit=1000)
+            assert [m.id for m, _ in inbox] == [m.id for m in messages]
+            assert all(read is False for _, read in inbox)
+            assert store.memory_counts("w", agent) == {None: n}
+        assert count(path, "deliveries") == 2 * n
+    finally:
+        store.close()
