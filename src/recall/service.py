@@ -440,6 +440,7 @@ class RecallService:
             system_prompt=build_system_prompt(agent, channel),
             memory=self.store.iter_memory(world.id, agent.id, chat),
             history_limit=depth,
+            incoming_limit=max(self.settings.incoming_limit, 1),
             max_tokens=budget,
             counter=TokenCounter(encoding_for_model(model)),
             chat_memory_total=counts.get(chat, 0),

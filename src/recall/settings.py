@@ -18,6 +18,8 @@ from recall.errors import InvalidInputError
 class Settings:
     #: Messages of conversation history kept in a context (the UI offers 10/25/50/100).
     history_limit: int = 25
+    #: Most new messages shown as the incoming part; older unanswered ones count as history.
+    incoming_limit: int = 100
     #: LLM calls an agent may make before a human or world message must step in.
     turn_limit: int = 5
     #: Model the context is built for; decides the tokenizer and the default budget.

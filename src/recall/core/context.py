@@ -132,6 +132,9 @@ class ContextRequest:
     history_limit: int
     max_tokens: int
     counter: TokenCounter
+    #: Most new messages shown as incoming; older unanswered ones fall back to history.
+    #: Its own limit, not `history_limit`: a depth of 1 must still show all that is new.
+    incoming_limit: int = 100
     #: How many messages of the agent's memory are in this chat / in other chats, when the
     #: caller knows; lets the report count what was never read.
     chat_memory_total: int | None = None
@@ -172,6 +175,8 @@ class _Scan:
     items: list[ReportItem] = field(default_factory=list)
     read_in_chat: int = 0
     found_trigger: bool = True
+    #: More was new than `incoming_limit` allows; the older new messages went to history.
+    incoming_capped: bool = False
 
 
 def _verdict(agent: AgentProfile, message: Message) -> Verdict:
@@ -189,11 +194,10 @@ def _scan_memory(req: ContextRequest) -> _Scan:
 
     Newest first: messages after the trigger are skipped; until the agent's own last
     message, the messages it would respond to are incoming; from there on they are history.
-    Each part holds at most `history_limit` messages (older new ones fall to history).
+    Incoming holds at most `incoming_limit` messages (older new ones fall to history),
+    history at most `history_limit`.
     """
     scan = _Scan(found_trigger=req.trigger_id is None)
-    limit = req.history_limit
-    incoming_cap = max(limit, 1)  # a depth of 0 still shows what the agent is answering
     seen_own = False
     for message in req.memory:
         if message.chat_id != req.chat_id:
@@ -210,9 +214,13 @@ def _scan_memory(req: ContextRequest) -> _Scan:
         verdict = _verdict(req.agent, message)
         if not verdict.addressed:
             scan.items.append(_excluded(message, verdict.reason or "not-addressed"))
-        elif not seen_own and len(scan.incoming) < incoming_cap:
-            scan.incoming.append(message)
-        elif len(scan.history) < limit:
+            continue
+        if not seen_own:
+            if len(scan.incoming) < req.incoming_limit:
+                scan.incoming.append(message)
+                continue
+            scan.incoming_capped = True
+        if len(scan.history) < req.history_limit:
             scan.history.append(message)
         else:
             scan.items.append(_excluded(message, "over-depth"))
@@ -235,7 +243,7 @@ def _role(agent_id: str, message: Message) -> tuple[str, str | None, dict[str, A
 
 def _to_context_message(req: ContextRequest, message: Message, section: str) -> ContextMessage:
     role, name, extra = _role(req.agent.id, message)
-    tokens = req.counter.message(role, message.content, name)
+    tokens = req.counter.message(role, message.content, name, extra)
     return ContextMessage(role, message.content, section, tokens, name, message.id, extra)
 
 
@@ -277,6 +285,8 @@ def build_context(req: ContextRequest) -> Context:
     """Assemble system prompt, context blocks, history and incoming within the budget."""
     if req.history_limit < 0:
         raise InvalidInputError("history_limit", f"must be 0 or more, got {req.history_limit}")
+    if req.incoming_limit < 1:
+        raise InvalidInputError("incoming_limit", f"must be 1 or more, got {req.incoming_limit}")
     if req.max_tokens <= 0:
         raise InvalidInputError("max_tokens", f"must be a positive number of tokens, got {req.max_tokens}")
 
@@ -333,6 +343,8 @@ def build_context(req: ContextRequest) -> Context:
     sections = {name: 0 for name in SECTIONS}
     for m in messages:
         sections[m.section] += m.tokens
+    if scan.incoming_capped:
+        notes.append(f"more than {req.incoming_limit} new messages: the older new ones are shown as history")
     if not incoming:
         notes.append("nothing new: no message the agent would respond to since its last reply")
     report = ContextReport(

@@ -11,8 +11,11 @@ import base64
 import gzip
 import hashlib
 import importlib.util
+import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import tiktoken
 
@@ -135,10 +138,15 @@ class TokenCounter:
         # ordinary text, which is what the model will see.
         return len(self._enc.encode(text, disallowed_special=()))
 
-    def message(self, role: str, content: str, name: str | None = None) -> int:
+    def message(self, role: str, content: str, name: str | None = None, extra: Mapping[str, Any] | None = None) -> int:
+        """Tokens of one chat message. `extra` fields (`tool_calls`, `tool_call_id`) are counted
+        as their compact JSON text: OpenAI publishes no formula for them, and the JSON is what
+        the model is sent, so this is close and never zero."""
         n = TOKENS_PER_MESSAGE + self.count(role) + self.count(content)
         if name:
             n += TOKENS_PER_NAME + self.count(name)
+        for value in (extra or {}).values():
+            n += self.count(value if isinstance(value, str) else json.dumps(value, separators=(",", ":")))
         return n
 
     def truncate(self, text: str, max_tokens: int) -> str:
