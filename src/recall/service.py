@@ -154,6 +154,14 @@ class Roster:
         self.humans = {k for k, p in self.by_key.items() if p.kind == "human"}
         self.agents = [p.id for p in people if p.kind == "agent"]
         self.agent_keys = {a.lower() for a in self.agents}
+        self._recipients: dict[str | None, tuple[str, ...]] = {}
+
+    def recipients(self, author_agent: str | None) -> tuple[str, ...]:
+        """Every agent but the author: the same tuple each time, so a batch shares it."""
+        found = self._recipients.get(author_agent)
+        if found is None:
+            found = self._recipients[author_agent] = tuple(a for a in self.agents if a != author_agent)
+        return found
 
 
 @dataclass(frozen=True)
@@ -282,7 +290,7 @@ class RecallService:
             addressed=tuple(paragraph_mentions(req.content)),
             metadata=dict(req.metadata or {}),
             idempotency_key=req.idempotency_key,
-            recipients=tuple(a for a in roster.agents if a != author_agent),
+            recipients=roster.recipients(author_agent),
             author_agent=author_agent,
             reset_turns=resets_turns(kind),
         )

@@ -39,6 +39,13 @@ def rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, 
         return db.execute(sql, params).fetchall()
 
 
+#: Deliveries with the agent's id and the message's chat spelled out, for readable checks.
+DELIVERIES = (
+    "(SELECT p.id AS agent_id, m.chat_id AS chat_id, d.message_id, d.own, d.read_at FROM deliveries d"
+    " JOIN participants p ON p.key = d.agent_key JOIN messages m ON m.id = d.message_id)"
+)
+
+
 def count(path: Path, table: str) -> int:
     return int(rows(path, f"SELECT COUNT(*) FROM {table}")[0][0])
 
@@ -272,7 +279,7 @@ def test_message_is_stored_once_and_delivered_to_every_agent_but_its_author(serv
     m = service.post("w", PostRequest("agent-a", "@agent-b over to you"))
     assert count(path, "messages") == 1
     assert rows(
-        path, "SELECT agent_id, own, read_at FROM deliveries WHERE message_id = ? ORDER BY agent_id", (m.id,)
+        path, f"SELECT agent_id, own, read_at FROM {DELIVERIES} WHERE message_id = ? ORDER BY agent_id", (m.id,)
     ) == [
         ("agent-a", 1, None),
         ("agent-b", 0, None),
@@ -284,7 +291,7 @@ def test_message_is_stored_once_and_delivered_to_every_agent_but_its_author(serv
     assert [x.id for x in service.store.iter_memory("w", "agent-a", None)] == [m.id]
 
     h = service.post("w", PostRequest("maria", "hello all"))
-    assert rows(path, "SELECT agent_id, own FROM deliveries WHERE message_id = ? ORDER BY agent_id", (h.id,)) == [
+    assert rows(path, f"SELECT agent_id, own FROM {DELIVERIES} WHERE message_id = ? ORDER BY agent_id", (h.id,)) == [
         ("agent-a", 0),
         ("agent-b", 0),
         ("agent-c", 0),
@@ -425,6 +432,21 @@ def test_iter_memory_holds_own_messages_and_deliveries_only(store: SQLiteStore) 
     assert [m.id for m in store.iter_memory("w", "agent-b", None)] == [a.id]
 
 
+def test_agent_added_later_remembers_only_what_came_after(store: SQLiteStore) -> None:
+    early = store.append_messages("w", [human(f"early {i}") for i in range(MEMORY_PAGE + 3)])
+    store.add_participant(ParticipantRecord("w", "agent-d", "agent", T0))
+    late = store.append_messages("w", [human("late", recipients=(*AGENTS, "agent-d"))])
+    assert [m.id for m in store.iter_memory("w", "agent-d", None)] == [late[0].id]
+    assert [m.id for m in store.iter_memory("w", "agent-a", None)][-1] == early[0].id
+    assert store.memory_counts("w", "agent-d") == {None: 1}
+
+
+def test_delivery_to_a_non_agent_stores_nothing(store: SQLiteStore, path: Path) -> None:
+    with pytest.raises(RecallError, match="'maria'"):
+        store.append_messages("w", [human("ok"), human("to a human", recipients=("maria",))])
+    assert count(path, "messages") == 0
+
+
 def test_memory_counts_per_chat_are_exact(store: SQLiteStore, path: Path) -> None:
     store.append_messages(
         "w",
@@ -438,7 +460,7 @@ def test_memory_counts_per_chat_are_exact(store: SQLiteStore, path: Path) -> Non
     # They agree with the deliveries themselves.
     for agent in AGENTS:
         actual = dict(
-            rows(path, "SELECT chat_id, COUNT(*) FROM deliveries WHERE agent_id = ? GROUP BY chat_id", (agent,))
+            rows(path, f"SELECT chat_id, COUNT(*) FROM {DELIVERIES} WHERE agent_id = ? GROUP BY chat_id", (agent,))
         )
         assert {k or None: v for k, v in actual.items()} == store.memory_counts("w", agent)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,6 +28,8 @@ from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64
+#: Values per `IN (...)` list, well under SQLite's limit on parameters.
+_IN_CHUNK = 500
 
 _MESSAGE_COLUMNS = (
     "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
@@ -55,6 +57,17 @@ def _chat_id(key: str) -> str | None:
     return key or None
 
 
+def _json_list(items: Sequence[str]) -> str:
+    return json.dumps(list(items)) if items else "[]"
+
+
+def _recipient_key(keys: dict[str, int], agent_id: str) -> int:
+    key = keys.get(agent_id.lower())
+    if key is None:
+        raise RecallError(f"cannot deliver to {agent_id!r}: it is not an agent of this world")
+    return key
+
+
 def _message(row: Sequence[Any]) -> Message:
     return Message(
         id=row[0],
@@ -78,6 +91,7 @@ class SQLiteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._keys: dict[tuple[str, str], int] = {}
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -172,93 +186,128 @@ class SQLiteStore:
         )
         return [self._participant(r) for r in rows]
 
+    def _agent_keys(self, db: Any, world_id: str) -> dict[str, int]:
+        """The world's agents' keys by lowercased id."""
+        rows = db.execute("SELECT id, key FROM participants WHERE world_id = ? AND kind = 'agent'", (world_id,))
+        return {str(r[0]).lower(): int(r[1]) for r in rows}
+
+    def _agent_key(self, world_id: str, agent_id: str) -> int | None:
+        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
+        cache_key = (world_id.lower(), agent_id.lower())
+        key = self._keys.get(cache_key)
+        if key is None:
+            rows = self._read(
+                "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent'", (world_id, agent_id)
+            )
+            if not rows:
+                return None
+            key = self._keys[cache_key] = int(rows[0][0])
+        return key
+
     # -- messages and deliveries ----------------------------------------------------------
+
+    def _stored_by_idempotency_key(self, db: Any, world_id: str, batch: Sequence[NewMessage]) -> dict[str, Message]:
+        keys = sorted({new.idempotency_key for new in batch if new.idempotency_key is not None})
+        found: dict[str, Message] = {}
+        for start in range(0, len(keys), _IN_CHUNK):
+            chunk = keys[start : start + _IN_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = db.execute(
+                f"SELECT {_MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
+                f" WHERE m.world_id = ? AND m.idempotency_key IN ({marks})",
+                (world_id, *chunk),
+            )
+            for row in rows:
+                found[row[12]] = _message(row)
+        return found
 
     def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
         """Store messages with their deliveries, chats, memory counts and turn resets, atomically.
 
-        A message whose idempotency key is already stored is not stored again; the stored
-        one is returned in its place.
+        A message whose idempotency key is already stored (or earlier in the batch) is not
+        stored again; the stored one is returned in its place. Ids are assigned here, under
+        the write lock, so the whole batch goes in with one `executemany` per table.
         """
         stored: list[Message] = []
-        deliveries: list[tuple[str, str, str, int, int]] = []
-        counts: Counter[tuple[str, str]] = Counter()
+        rows: list[tuple[Any, ...]] = []
+        # Posts fan out to the same few recipient lists (every agent but the author), so the
+        # deliveries are written per list: its agents × its messages, crossed inside SQLite.
+        fanout: dict[tuple[tuple[str, ...], int], list[int]] = defaultdict(list)
+        per_chat: Counter[tuple[tuple[str, ...], str]] = Counter()
         resets: set[str] = set()
+        chats: dict[str, datetime] = {}
         with self._write() as db:
+            keys = self._agent_keys(db, world_id)
+            by_key = self._stored_by_idempotency_key(db, world_id, batch)
+            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+            next_id = int(seq[0]) if seq else 0
             for new in batch:
+                if new.idempotency_key is not None and new.idempotency_key in by_key:
+                    stored.append(by_key[new.idempotency_key])
+                    continue
+                next_id += 1
                 chat = _chat_key(new.chat_id)
-                if new.idempotency_key is not None:
-                    row = db.execute(
-                        f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.idempotency_key = ?",
-                        (world_id, new.idempotency_key),
-                    ).fetchone()
-                    if row is not None:
-                        stored.append(_message(row))
-                        continue
-                cursor = db.execute(
-                    "INSERT INTO messages (world_id, chat_id, sender, sender_type, channel, parent_id, content,"
-                    " mentions, addressed, metadata, created_at, idempotency_key)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows.append(
                     (
-                        world_id,
-                        chat,
-                        new.sender,
-                        new.sender_type.value,
-                        new.channel,
-                        new.parent_id,
-                        new.content,
-                        json.dumps(list(new.mentions)),
-                        json.dumps(list(new.addressed)),
-                        json.dumps(new.metadata),
-                        _ts(new.created_at),
-                        new.idempotency_key,
-                    ),  # fmt: skip
-                )
-                message_id = int(cursor.lastrowid or 0)
-                for agent in new.recipients:
-                    deliveries.append((world_id, agent, chat, message_id, 0))
-                    counts[(agent, chat)] += 1
+                        next_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
+                        new.content, _json_list(new.mentions), _json_list(new.addressed),
+                        json.dumps(new.metadata) if new.metadata else "{}", _ts(new.created_at), new.idempotency_key,
+                    )
+                )  # fmt: skip
+                fanout[(new.recipients, 0)].append(next_id)
+                per_chat[(new.recipients, chat)] += 1
                 if new.author_agent is not None:
-                    deliveries.append((world_id, new.author_agent, chat, message_id, 1))
-                    counts[(new.author_agent, chat)] += 1
+                    fanout[((new.author_agent,), 1)].append(next_id)
+                    per_chat[((new.author_agent,), chat)] += 1
                 if new.reset_turns:
                     # Nothing else in a batch touches the counters, so one reset at the end is the same.
                     resets.update(new.recipients)
-                stored.append(
-                    Message(
-                        id=message_id,
-                        world_id=world_id,
-                        sender=new.sender,
-                        sender_type=new.sender_type,
-                        content=new.content,
-                        created_at=new.created_at,
-                        chat_id=new.chat_id or None,
-                        channel=new.channel,
-                        parent_id=new.parent_id,
-                        mentions=new.mentions,
-                        addressed=new.addressed,
-                        metadata=new.metadata,
-                    )  # fmt: skip
+                chats.setdefault(chat, new.created_at)
+                message = Message(
+                    id=next_id,
+                    world_id=world_id,
+                    sender=new.sender,
+                    sender_type=new.sender_type,
+                    content=new.content,
+                    created_at=new.created_at,
+                    chat_id=new.chat_id or None,
+                    channel=new.channel,
+                    parent_id=new.parent_id,
+                    mentions=new.mentions,
+                    addressed=new.addressed,
+                    metadata=new.metadata,
                 )
+                if new.idempotency_key is not None:
+                    by_key[new.idempotency_key] = message
+                stored.append(message)
             db.executemany(
-                "INSERT INTO deliveries (world_id, agent_id, chat_id, message_id, own) VALUES (?, ?, ?, ?, ?)",
-                deliveries,
+                "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
+                " mentions, addressed, metadata, created_at, idempotency_key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
             )
+            for (agents, own), ids in fanout.items():
+                db.execute(
+                    "INSERT INTO deliveries (agent_key, message_id, own)"
+                    " SELECT a.value, m.value, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
+                    (own, json.dumps(ids), json.dumps([_recipient_key(keys, agent) for agent in agents])),
+                )
             db.executemany(
                 "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
                 [(world_id, agent) for agent in sorted(resets)],
             )
-            chats: dict[str, datetime] = {}
-            for m in stored:
-                chats.setdefault(_chat_key(m.chat_id), m.created_at)
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, _ts(at)) for chat, at in chats.items()],
             )
+            counts: Counter[tuple[int, str]] = Counter()
+            for (agents, chat), n in per_chat.items():
+                for agent in agents:
+                    counts[(_recipient_key(keys, agent), chat)] += n
             db.executemany(
-                "INSERT INTO memory_counts (world_id, agent_id, chat_id, n) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (world_id, agent_id, chat_id) DO UPDATE SET n = n + excluded.n",
-                [(world_id, agent, chat, n) for (agent, chat), n in counts.items()],
+                "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (?, ?, ?)"
+                " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
+                [(key, chat, n) for (key, chat), n in counts.items()],
             )
         return stored
 
@@ -293,15 +342,26 @@ class SQLiteStore:
     def iter_memory(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
     ) -> Iterator[Message]:
-        """The agent's memory in one chat, newest first, read a page at a time."""
+        """The agent's memory in one chat, newest first, read a page at a time.
+
+        Walks the chat's messages newest first and keeps those in the agent's memory; nothing
+        older than the agent's first delivery can be in it, so the walk stops there.
+        """
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return
+        first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
+        if first is None:
+            return
         chat = _chat_key(chat_id)
         cursor_id = before if before is not None else 2**63 - 1
         while True:
             rows = self._read(
-                f"SELECT {_MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
-                " WHERE d.world_id = ? AND d.agent_id = ? AND d.chat_id = ? AND d.message_id < ?"
-                " ORDER BY d.message_id DESC LIMIT ?",
-                (world_id, agent_id, chat, cursor_id, MEMORY_PAGE),
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
+                " ON d.agent_key = ? AND d.message_id = m.id"
+                " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
+                " ORDER BY m.id DESC LIMIT ?",
+                (key, world_id, chat, cursor_id, first, MEMORY_PAGE),
             )
             for row in rows:
                 yield _message(row)
@@ -310,37 +370,43 @@ class SQLiteStore:
             cursor_id = rows[-1][0]
 
     def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
-        rows = self._read(
-            "SELECT chat_id, n FROM memory_counts WHERE world_id = ? AND agent_id = ?", (world_id, agent_id)
-        )
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return {}
+        rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = ?", (key,))
         return {_chat_id(r[0]): int(r[1]) for r in rows}
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100
     ) -> list[tuple[Message, bool]]:
         """Deliveries to the agent, oldest first (FIFO), each with whether it was read."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return []
         if unread_only:
             sql = (
                 f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d INDEXED BY deliveries_unread"
                 " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.world_id = ? AND d.agent_id = ? AND d.own = 0 AND d.read_at IS NULL"
-                " ORDER BY d.message_id LIMIT ?"
+                " WHERE d.agent_key = ? AND d.own = 0 AND d.read_at IS NULL ORDER BY d.message_id LIMIT ?"
             )
         else:
             sql = (
                 f"SELECT {_MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
                 " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.world_id = ? AND d.agent_id = ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
+                " WHERE d.agent_key = ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
             )
-        rows = self._read(sql, (world_id, agent_id, limit))
+        rows = self._read(sql, (key, limit))
         return [(_message(r), bool(r[12])) for r in rows]
 
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return 0
         with self._write() as db:
             cursor = db.executemany(
-                "UPDATE deliveries SET read_at = ? WHERE world_id = ? AND agent_id = ? AND message_id = ?"
-                " AND own = 0 AND read_at IS NULL",
-                [(_ts(at), world_id, agent_id, int(i)) for i in message_ids],
+                "UPDATE deliveries SET read_at = ? WHERE agent_key = ? AND message_id = ? AND own = 0"
+                " AND read_at IS NULL",
+                [(_ts(at), key, int(i)) for i in message_ids],
             )
             return int(cursor.rowcount)
 

@@ -12,13 +12,15 @@ MIGRATIONS: list[tuple[int, str]] = [
             turn_limit  INTEGER,
             created_at  REAL NOT NULL
         );
+        -- `key` is a compact stand-in for (world_id, id) in the hot delivery rows.
         CREATE TABLE participants (
+            key         INTEGER PRIMARY KEY,
             world_id    TEXT NOT NULL REFERENCES worlds(id),
             id          TEXT NOT NULL COLLATE NOCASE,
             kind        TEXT NOT NULL CHECK (kind IN ('agent', 'human')),
             profile     TEXT NOT NULL DEFAULT '{}',
             created_at  REAL NOT NULL,
-            PRIMARY KEY (world_id, id)
+            UNIQUE (world_id, id)
         );
         -- '' is the world's default chat, so that it can be part of keys and indexes.
         CREATE TABLE chats (
@@ -46,25 +48,21 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE UNIQUE INDEX messages_by_idempotency_key
             ON messages (world_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
         -- An agent's memory: one row per message delivered to it (own = 0, its inbox) or
-        -- written by it (own = 1). Keyed for the newest-first scan of one chat.
+        -- written by it (own = 1). Two B-trees per row (the key and the unread index) and
+        -- integer keys: this is the table every post fans out into, so it is kept narrow.
         CREATE TABLE deliveries (
-            world_id    TEXT NOT NULL,
-            agent_id    TEXT NOT NULL,
-            chat_id     TEXT NOT NULL,
+            agent_key   INTEGER NOT NULL,  -- participants.key of the agent
             message_id  INTEGER NOT NULL,
             own         INTEGER NOT NULL DEFAULT 0,
             read_at     REAL,
-            PRIMARY KEY (world_id, agent_id, chat_id, message_id)
+            PRIMARY KEY (agent_key, message_id)
         ) WITHOUT ROWID;
-        CREATE INDEX deliveries_unread ON deliveries (world_id, agent_id, message_id)
-            WHERE own = 0 AND read_at IS NULL;
-        CREATE INDEX deliveries_by_message ON deliveries (world_id, agent_id, message_id);
+        CREATE INDEX deliveries_unread ON deliveries (agent_key, message_id) WHERE own = 0 AND read_at IS NULL;
         CREATE TABLE memory_counts (
-            world_id    TEXT NOT NULL,
-            agent_id    TEXT NOT NULL,
+            agent_key   INTEGER NOT NULL,
             chat_id     TEXT NOT NULL,
             n           INTEGER NOT NULL,
-            PRIMARY KEY (world_id, agent_id, chat_id)
+            PRIMARY KEY (agent_key, chat_id)
         ) WITHOUT ROWID;
         CREATE TABLE turn_counters (
             world_id    TEXT NOT NULL,
