@@ -103,8 +103,8 @@ INGEST_SPOTS: tuple[tuple[str, str, str], ...] = (
     ("service.post_many (whole batch)", "service.py", "post_many"),
     ("validate + route each message (Python)", "service.py", "_route"),
     ("store.append_messages (the transaction)", "store/sqlite.py", "append_messages"),
-    ("SQLite executemany (deliveries, counts, chats)", "~", "Connection.executemany [C]"),
-    ("SQLite execute (message INSERTs, BEGIN/COMMIT, reads)", "~", "Connection.execute [C]"),
+    ("SQLite executemany (message rows, counts, chats)", "~", "Connection.executemany [C]"),
+    ("SQLite execute (delivery fan-out, BEGIN/COMMIT, reads)", "~", "Connection.execute [C]"),
     ("json.dumps (mentions, addressed, metadata)", "json/__init__.py", "dumps"),
     ("participants look-up", "store/sqlite.py", "list_participants"),
 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,45 +16,13 @@ from recall.core.context import (
     build_context,
 )
 from recall.core.models import AgentProfile, ContextFilter, Message
-from recall.core.routing import mentions, paragraph_mentions, sender_type, turn_limit_notice
+from recall.core.routing import turn_limit_notice
 from recall.core.tokens import TokenCounter
 from recall.errors import BudgetExceededError, InvalidInputError
+from tests.core.messages import Turn, conversation, make_message
 
-HUMANS = frozenset({"maria"})
-AGENTS = frozenset({"agent-a", "agent-b", "test-agent", "other-agent"})
-T0 = datetime(2025, 10, 27, 9, 0, tzinfo=UTC)
 PROMPT = "You are agent B. You review answers."
 COUNTER = TokenCounter("cl100k_base")
-
-Turn = tuple[str, str] | tuple[str, str, dict[str, Any]]
-
-
-def make_message(
-    sender: str, content: str, msg_id: int, *, chat_id: str | None = None, metadata: dict[str, Any] | None = None
-) -> Message:
-    kind = sender_type(sender, HUMANS, AGENTS)
-    assert kind is not None, f"test bug: unknown sender {sender!r}"
-    return Message(
-        id=msg_id,
-        world_id="w",
-        sender=sender,
-        sender_type=kind,
-        content=content,
-        created_at=T0 + timedelta(seconds=msg_id),
-        chat_id=chat_id,
-        mentions=tuple(mentions(content)),
-        addressed=tuple(paragraph_mentions(content)),
-        metadata=dict(metadata or {}),
-    )
-
-
-def conversation(*turns: Turn, chat_id: str | None = None) -> list[Message]:
-    """Messages oldest first, ids 1, 2, …; a turn is (sender, content[, metadata])."""
-    out = []
-    for i, turn in enumerate(turns, start=1):
-        metadata = turn[2] if len(turn) == 3 else None
-        out.append(make_message(turn[0], turn[1], i, chat_id=chat_id, metadata=metadata))
-    return out
 
 
 def build(agent: str | AgentProfile, history: Sequence[Message], **overrides: Any) -> Context:

@@ -3,43 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from recall.core.context import Context, ContextBlock, ContextRequest, build_context
 from recall.core.formats import ANTHROPIC_OPENING
 from recall.core.models import AgentProfile, Message
-from recall.core.routing import mentions, paragraph_mentions, sender_type
 from recall.core.tokens import TokenCounter
+from tests.core.messages import conversation
 
-HUMANS = frozenset({"maria"})
-AGENTS = frozenset({"agent-a", "agent-b"})
-T0 = datetime(2025, 10, 27, 9, 0, tzinfo=UTC)
 PROMPT = "You are agent B. You review answers."
 COUNTER = TokenCounter("cl100k_base")
-
-
-def conversation(*turns: tuple[str, str] | tuple[str, str, dict[str, Any]]) -> list[Message]:
-    """Messages oldest first, ids 1, 2, …; a turn is (sender, content[, metadata])."""
-    out = []
-    for i, turn in enumerate(turns, start=1):
-        sender, content = turn[0], turn[1]
-        kind = sender_type(sender, HUMANS, AGENTS)
-        assert kind is not None
-        out.append(
-            Message(
-                id=i,
-                world_id="w",
-                sender=sender,
-                sender_type=kind,
-                content=content,
-                created_at=T0 + timedelta(seconds=i),
-                mentions=tuple(mentions(content)),
-                addressed=tuple(paragraph_mentions(content)),
-                metadata=dict(turn[2]) if len(turn) == 3 else {},
-            )
-        )
-    return out
 
 
 def build(agent: str, memory: Sequence[Message], blocks: Sequence[ContextBlock] = ()) -> Context:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
 import pytest
 
-from recall.core.models import Message, SenderType
+from recall.core.models import SenderType
 from recall.core.routing import (
     Decision,
     Verdict,
@@ -20,28 +17,9 @@ from recall.core.routing import (
     turn_limit_notice,
     would_respond,
 )
+from tests.core.messages import AGENTS, HUMANS, make_message
 
-HUMANS = frozenset({"maria"})
-AGENTS = frozenset({"agent-a", "agent-b", "test-agent", "other-agent"})
-T0 = datetime(2025, 10, 27, 9, 0, tzinfo=UTC)
 NOTICE_5 = "@human Turn limit reached (5 LLM calls). Please take control of the conversation."
-
-
-def make_message(sender: str, content: str, *, msg_id: int = 1, metadata: dict[str, Any] | None = None) -> Message:
-    """A stored message as the store would build it: type, mentions and addressees parsed."""
-    kind = sender_type(sender, HUMANS, AGENTS)
-    assert kind is not None, f"test bug: unknown sender {sender!r}"
-    return Message(
-        id=msg_id,
-        world_id="w",
-        sender=sender,
-        sender_type=kind,
-        content=content,
-        created_at=T0 + timedelta(seconds=msg_id),
-        mentions=tuple(mentions(content)),
-        addressed=tuple(paragraph_mentions(content)),
-        metadata=dict(metadata or {}),
-    )
 
 
 # -- mentions ---------------------------------------------------------------------------
@@ -203,9 +181,9 @@ def test_would_respond_and_history_verdict(
 
 def test_seed_000_example_routing() -> None:
     """`hi`; agent-a answers; `@agent-b please help`: who is addressed by what."""
-    hi = make_message("human", "hi", msg_id=1)
-    answer = make_message("agent-a", "how can I help you?", msg_id=2)
-    ask_b = make_message("human", "@agent-b please help", msg_id=3)
+    hi = make_message("human", "hi", 1)
+    answer = make_message("agent-a", "how can I help you?", 2)
+    ask_b = make_message("human", "@agent-b please help", 3)
     assert [would_respond("agent-a", m) for m in (hi, answer, ask_b)] == [True, False, False]
     assert [would_respond("agent-b", m) for m in (hi, answer, ask_b)] == [True, False, True]
     assert [history_verdict("agent-b", m).addressed for m in (hi, answer, ask_b)] == [True, False, True]
@@ -275,7 +253,7 @@ def test_decide(sender: str, content: str, count: int, limit: int, expected: Dec
 def test_two_agents_ping_pong_until_the_limit_then_a_human_resets() -> None:
     """Counters as a runner keeps them: +1 per LLM call, reset by human/world messages."""
     counters = {"agent-a": 0, "agent-b": 0}
-    last = make_message("human", "@agent-a start a discussion with agent-b", msg_id=1)
+    last = make_message("human", "@agent-a start a discussion with agent-b", 1)
     transcript: list[str] = []
     speaker = "agent-a"
     for msg_id in range(2, 20):
@@ -283,13 +261,13 @@ def test_two_agents_ping_pong_until_the_limit_then_a_human_resets() -> None:
         counters[speaker] = d.turn_count
         if d.notice:
             transcript.append(f"{speaker}: notice")
-            last = make_message(speaker, d.notice, msg_id=msg_id)
+            last = make_message(speaker, d.notice, msg_id)
             break
         assert d.respond
         counters[speaker] += 1
         other = "agent-b" if speaker == "agent-a" else "agent-a"
         transcript.append(speaker)
-        last = make_message(speaker, f"@{other} over to you", msg_id=msg_id)
+        last = make_message(speaker, f"@{other} over to you", msg_id)
         speaker = other
     # agent-a answers the human and 4 more times, agent-b 5 times; agent-a then hits its limit.
     assert transcript == ["agent-a", "agent-b"] * 5 + ["agent-a: notice"]

@@ -61,6 +61,11 @@ def _json_list(items: Sequence[str]) -> str:
     return json.dumps(list(items)) if items else "[]"
 
 
+def _load_tuple(text: str) -> tuple[str, ...]:
+    # Most messages mention no one: skip the JSON parser for the common empty list.
+    return tuple(json.loads(text)) if text != "[]" else ()
+
+
 def _recipient_key(keys: dict[str, int], agent_id: str) -> int:
     key = keys.get(agent_id.lower())
     if key is None:
@@ -78,9 +83,9 @@ def _message(row: Sequence[Any]) -> Message:
         channel=row[5],
         parent_id=row[6],
         content=row[7],
-        mentions=tuple(json.loads(row[8])),
-        addressed=tuple(json.loads(row[9])),
-        metadata=json.loads(row[10]),
+        mentions=_load_tuple(row[8]),
+        addressed=_load_tuple(row[9]),
+        metadata=json.loads(row[10]) if row[10] != "{}" else {},
         created_at=_dt(row[11]),
     )
 
