@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/recall demo
+	$(BIN)/recall serve --demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -91,7 +91,7 @@ BUILD_SPOTS: tuple[tuple[str, str, str], ...] = (
     ("store._read (all SQL reads)", "store/sqlite.py", "_read"),
     ("row -> Message decode", "store/sqlite.py", "_message"),
     ("json.loads (row decode)", "json/__init__.py", "loads"),
-    ("addressing verdicts", "core/context.py", "_verdict"),
+    ("addressing verdicts", "core/routing.py", "context_verdict"),
     ("TokenCounter.message (token counting)", "core/tokens.py", "message"),
     ("service.get_world (look-ups)", "service.py", "get_world"),
     ("service.get_agent (look-ups)", "service.py", "get_agent"),

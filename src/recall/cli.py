@@ -55,6 +55,7 @@ def main(
     ] = None,
 ) -> None:
     _state["db"] = db or default_db()
+    _state["db_flag"] = db or ""
 
 
 @contextmanager
@@ -273,6 +274,47 @@ def import_jsonl(
         with _progress(len(conversation.messages), conversation.world_id) as advance:
             stored = importers.store_conversation(mem, conversation, advance)
         out.print(f"imported {stored} messages into world {conversation.world_id}")
+
+
+# -- server ------------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    db: Annotated[str | None, typer.Option("--db", help="Store file (default: $RECALL_DB, else ./recall.db).")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML config file (default: $RECALL_CONFIG).")] = None,
+    rate_limit: Annotated[int | None, typer.Option(help="Requests per agent per minute (0: no limit).")] = None,
+    allow_unauthenticated_remote: Annotated[
+        bool, typer.Option(help="Listen beyond loopback without API keys.")
+    ] = False,
+    demo: Annotated[bool, typer.Option(help="Create the demo world when the store has no world.")] = False,
+) -> None:
+    """Serve the HTTP API (/v1, docs at /docs) and MCP (/mcp)."""
+    import uvicorn
+
+    from recall.server.config import load_config
+    from recall.server.main import build_app
+
+    try:
+        settings = load_config(
+            config,
+            db=db or _state.get("db_flag") or None,
+            host=host,
+            port=port,
+            rate_limit=rate_limit,
+            allow_unauthenticated_remote=allow_unauthenticated_remote or None,
+            demo=demo or None,
+        )
+        settings.check_exposure()
+        application = build_app(settings)
+    except RecallError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    auth = f"{len(settings.keys)} API key(s)" if settings.keys else "no API keys (loopback only)"
+    err.print(f"recall serving {settings.db} at http://{settings.host}:{settings.port} ({auth}); docs at /docs")
+    uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 
 # -- demo --------------------------------------------------------------------------------------

@@ -6,14 +6,16 @@ store returns, and hands the store whole writes to commit in one transaction.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, ContextRequest, Summarizer, build_context
+from recall.core.inbox import CheckResult, context_slice, split_unread
 from recall.core.models import CHANNELS, AgentProfile, ContextFilter, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import (
@@ -29,11 +31,12 @@ from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.errors import (
     ConflictError,
     InvalidInputError,
+    NotFoundError,
     UnknownParticipantError,
     UnknownWorldError,
 )
 from recall.settings import Settings
-from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
+from recall.store.base import ContextSession, MemoryItem, NewMessage, ParticipantRecord, Store, WorldRecord
 
 #: Ids of worlds, chats and participants: an ASCII word, optionally joined by `-` or `_`,
 #: so every participant can be @mentioned and its id is a valid OpenAI `name`.
@@ -41,6 +44,12 @@ ID_PATTERN = re.compile(r"[A-Za-z0-9_]+(?:[-_][A-Za-z0-9_]+)*", re.ASCII)
 MAX_ID_LENGTH = 64
 MAX_HISTORY_LIMIT = 10_000
 IMPORT_BATCH = 1000
+#: Unread deliveries read per page by an inbox check.
+INBOX_PAGE = 200
+DEFAULT_SESSION = "default"
+MAX_MEMORY_KEY = 200
+MAX_MEMORY_VALUE = 65_536
+MAX_MEMORY_TTL = 10 * 365 * 24 * 3600
 
 
 def _check_id(field: str, value: object) -> str:
@@ -62,6 +71,12 @@ def _check_int(field: str, value: object, low: int, high: int | None = None) -> 
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise InvalidInputError(field, f"must be {bound}, got {value}")
     return value
+
+
+def _check_memory_key(key: object) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_MEMORY_KEY:
+        raise InvalidInputError("key", f"must be non-empty text of at most {MAX_MEMORY_KEY} characters")
+    return key
 
 
 def _check_chat(chat_id: str | None) -> str | None:
@@ -185,7 +200,9 @@ class RecallService:
 
     # -- worlds ---------------------------------------------------------------------------
 
-    def create_world(self, world_id: str, name: str | None = None, turn_limit: int | None = None) -> WorldRecord:
+    def create_world(
+        self, world_id: str, name: str | None = None, turn_limit: int | None = None, tenant: str = ""
+    ) -> WorldRecord:
         _check_id("world_id", world_id)
         if turn_limit is not None:
             _check_int("turn_limit", turn_limit, 1)
@@ -193,7 +210,7 @@ class RecallService:
             raise InvalidInputError("name", "must be text")
         if self.store.get_world(world_id) is not None:
             raise ConflictError(f"world {world_id!r} already exists")
-        return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC))
+        return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
 
     def get_world(self, world_id: str) -> WorldRecord:
         world = self.store.get_world(world_id) if isinstance(world_id, str) else None
@@ -201,8 +218,9 @@ class RecallService:
             raise UnknownWorldError(str(world_id))
         return world
 
-    def list_worlds(self) -> list[WorldRecord]:
-        return self.store.list_worlds()
+    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
+        """Every world, or only those of one tenant."""
+        return self.store.list_worlds(tenant)
 
     # -- participants ---------------------------------------------------------------------
 
@@ -257,14 +275,18 @@ class RecallService:
             raise InvalidInputError("content", f"is {len(req.content)} characters; the limit is {limit}")
         if req.channel is not None and req.channel not in CHANNELS:
             raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {req.channel!r}")
-        if req.parent_id is not None:
-            _check_int("parent_id", req.parent_id, 1)
-            if self.store.get_message(world.id, req.parent_id) is None:
-                raise InvalidInputError("parent_id", f"no message {req.parent_id} in world {world.id!r}")
-        if req.idempotency_key is not None and (not isinstance(req.idempotency_key, str) or not req.idempotency_key):
-            raise InvalidInputError("idempotency_key", "must be a non-empty string")
         if req.metadata is not None and not isinstance(req.metadata, Mapping):
             raise InvalidInputError("metadata", "must be an object")
+        metadata = dict(req.metadata or {})
+        if req.parent_id is not None:
+            _check_int("parent_id", req.parent_id, 1)
+            parent = self.store.get_message(world.id, req.parent_id)
+            if parent is None:
+                raise InvalidInputError("parent_id", f"no message {req.parent_id} in world {world.id!r}")
+            # A reply joins its parent's thread; the thread is named by its first message.
+            metadata["thread_id"] = parent.metadata.get("thread_id", parent.id)
+        if req.idempotency_key is not None and (not isinstance(req.idempotency_key, str) or not req.idempotency_key):
+            raise InvalidInputError("idempotency_key", "must be a non-empty string")
         chat_id = _check_chat(req.chat_id)
 
         kind = sender_type(req.sender, roster.humans, roster.agent_keys)
@@ -288,8 +310,9 @@ class RecallService:
             parent_id=req.parent_id,
             mentions=tuple(mentions(req.content)),
             addressed=tuple(paragraph_mentions(req.content)),
-            metadata=dict(req.metadata or {}),
-            idempotency_key=req.idempotency_key,
+            metadata=metadata,
+            # Keys are the sender's own: two senders may use the same key without colliding.
+            idempotency_key=None if req.idempotency_key is None else f"{sender}\n{req.idempotency_key}",
             recipients=roster.recipients(author_agent),
             author_agent=author_agent,
             reset_turns=resets_turns(kind),
@@ -357,6 +380,145 @@ class RecallService:
         world, agent = self._agent_in(world_id, agent_id)
         ids = [_check_int("ids", i, 1) for i in message_ids]
         return self.store.mark_read(world, agent, ids, datetime.now(UTC))
+
+    def send(
+        self,
+        world_id: str,
+        agent_id: str,
+        content: str,
+        chat_id: str | None = None,
+        parent_id: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Message:
+        """Post as the agent (its reply), threaded to `parent_id` when given."""
+        world, agent = self._agent_in(world_id, agent_id)
+        return self.post(world, PostRequest(agent, content, chat_id, None, parent_id, None, idempotency_key))
+
+    def check(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        limit: int = 10,
+        mark_read: bool = False,
+        include_context: bool = False,
+        context_limit: int | None = None,
+        session: str = DEFAULT_SESSION,
+        chat_id: str | None = None,
+        refresh: bool = False,
+        context_only_with_mentions: bool = False,
+    ) -> CheckResult:
+        """The agent's new messages to answer, oldest first, and its context sent once (spec §6).
+
+        Messages the agent is not addressed in need no answer: the check marks them read as it
+        passes them (they stay in its memory). The others stay unread until `mark_read` or `ack`.
+        Context is the agent's filtered memory of the chat (`chat_id`, else the chat of the
+        newest mention); within a `session` only what was not sent before is sent again
+        (`delta`), until `refresh` or the session's TTL.
+        """
+        world, agent_id = self._agent_in(world_id, agent_id)
+        agent = self.get_agent(world, agent_id)
+        _check_int("limit", limit, 1, 1000)
+        depth = _check_int(
+            "context_limit", self.settings.context_limit if context_limit is None else context_limit, 1, 100
+        )
+        if not isinstance(session, str) or not session or len(session) > 200:
+            raise InvalidInputError("session", "must be a non-empty string of at most 200 characters")
+        chat = _check_chat(chat_id)
+
+        mentions: list[Message] = []
+        passed = 0
+        now = datetime.now(UTC)
+        after = 0
+        while len(mentions) < limit:
+            unread = [m for m, _ in self.store.inbox(world, agent_id, True, INBOX_PAGE, after)]
+            found, heard = split_unread(agent_id, unread, limit - len(mentions))
+            mentions.extend(found)
+            if heard:
+                self.store.mark_read(world, agent_id, [m.id for m in heard], now)
+                passed += len(heard)
+            if len(unread) < INBOX_PAGE:
+                break
+            after = unread[-1].id
+        if mark_read and mentions:
+            self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
+        if chat is None and chat_id is None and mentions:
+            chat = mentions[-1].chat_id
+        if not include_context or (context_only_with_mentions and not mentions):
+            return CheckResult(tuple(mentions), chat_id=chat, passed=passed)
+        return self._context_once(world, agent, mentions, chat, depth, session, refresh, now, passed)
+
+    def _context_once(
+        self,
+        world: str,
+        agent: AgentProfile,
+        mentions: Sequence[Message],
+        chat: str | None,
+        depth: int,
+        session: str,
+        refresh: bool,
+        now: datetime,
+        passed: int,
+    ) -> CheckResult:
+        state = self.store.get_context_session(world, agent.id, session, chat)
+        ttl = timedelta(seconds=self.settings.context_session_ttl)
+        full = refresh or state is None or now - state.refreshed_at > ttl
+        floor = 0 if full or state is None else state.last_sent_id
+        in_chat = [m.id for m in mentions if m.chat_id == chat]
+        context, truncated = context_slice(
+            agent,
+            self.store.iter_memory(world, agent.id, chat),
+            floor=floor,
+            below=max(in_chat) if in_chat else None,
+            exclude=set(in_chat),
+            limit=depth,
+        )
+        newest = max([floor, *in_chat, *(m.id for m in context)])
+        refreshed_at = now if full or state is None else state.refreshed_at
+        if state is None or newest != state.last_sent_id or refreshed_at != state.refreshed_at:
+            self.store.set_context_session(world, agent.id, session, chat, ContextSession(newest, refreshed_at))
+        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed)
+
+    # -- an agent's private key-value memory ----------------------------------------------
+
+    def remember(self, world_id: str, agent_id: str, key: str, value: Any, ttl: float | None = None) -> MemoryItem:
+        """Keep `value` (any JSON value) under `key` for the agent alone; `ttl` seconds, or forever."""
+        world, agent = self._agent_in(world_id, agent_id)
+        _check_memory_key(key)
+        try:
+            size = len(json.dumps(value))
+        except (TypeError, ValueError):
+            raise InvalidInputError("value", "must be a JSON value (text, number, list, object, …)") from None
+        if size > MAX_MEMORY_VALUE:
+            raise InvalidInputError("value", f"is {size} bytes as JSON; the limit is {MAX_MEMORY_VALUE}")
+        now = datetime.now(UTC)
+        expires = None
+        if ttl is not None:
+            if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_MEMORY_TTL:
+                raise InvalidInputError("ttl", f"must be a number of seconds between 0 and {MAX_MEMORY_TTL}")
+            expires = now + timedelta(seconds=ttl)
+        item = MemoryItem(key, value, now, expires)
+        self.store.set_memory(world, agent, item)
+        return item
+
+    def recall_memory(self, world_id: str, agent_id: str, key: str) -> MemoryItem:
+        """The agent's value under `key`; NotFoundError when missing or expired."""
+        world, agent = self._agent_in(world_id, agent_id)
+        _check_memory_key(key)
+        item = self.store.get_memory(world, agent, key, datetime.now(UTC))
+        if item is None:
+            raise NotFoundError(f"agent {agent!r} has no memory under {key!r} (never set, forgotten or expired)")
+        return item
+
+    def forget(self, world_id: str, agent_id: str, key: str) -> bool:
+        """Remove the agent's value under `key`; whether there was one."""
+        world, agent = self._agent_in(world_id, agent_id)
+        _check_memory_key(key)
+        return self.store.delete_memory(world, agent, key, datetime.now(UTC))
+
+    def memories(self, world_id: str, agent_id: str) -> list[MemoryItem]:
+        world, agent = self._agent_in(world_id, agent_id)
+        return self.store.list_memory(world, agent, datetime.now(UTC))
 
     def turn_limit(self, world: WorldRecord) -> int:
         return world.turn_limit or self.settings.turn_limit

@@ -36,6 +36,10 @@ class Settings:
     compress_keep_recent: int = 5
     #: Observations and actions of an agent shown in its context, of each.
     observation_cap: int = 50
+    #: Messages of context an inbox check sends (at most 100).
+    context_limit: int = 25
+    #: Seconds after which an agent session's context is sent whole again (context once).
+    context_session_ttl: int = 600
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -17,10 +17,10 @@ import pytest
 from recall.core.models import SenderType
 from recall.errors import InvalidInputError, RecallError
 from recall.service import PostRequest, RecallService
-from recall.store.base import NewMessage, ParticipantRecord
+from recall.store.base import NewMessage, ParticipantRecord, WorldRecord
 from recall.store.sqlite import MEMORY_PAGE, SQLiteStore, StoreVersionError
 from recall.store.sqlite import sqlite3 as store_sqlite3
-from recall.store.sqlite_schema import LATEST_VERSION
+from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 
 T0 = datetime(2025, 5, 8, 13, 56, tzinfo=UTC)
 AGENTS = ("agent-a", "agent-b", "agent-c")
@@ -111,10 +111,26 @@ def test_wal_mode_is_on(store: SQLiteStore, path: Path) -> None:
     assert rows(path, "PRAGMA journal_mode") == [("wal",)]
 
 
-def test_fresh_file_is_at_schema_version_1(store: SQLiteStore, path: Path) -> None:
-    assert LATEST_VERSION == 1
-    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations")] == [1]
-    assert store.schema_version() == 1
+def test_fresh_file_has_every_migration_in_order(store: SQLiteStore, path: Path) -> None:
+    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations")] == [v for v, _ in MIGRATIONS]
+    assert store.schema_version() == LATEST_VERSION
+
+
+def test_an_older_file_is_upgraded_and_keeps_its_data(path: Path) -> None:
+    with closing(store_sqlite3.connect(str(path))) as db:
+        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+        for statement in MIGRATIONS[0][1].split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT INTO schema_migrations VALUES (1, 0.0)")
+        db.execute("INSERT INTO worlds (id, name, turn_limit, created_at) VALUES ('old', 'Old', NULL, 0.0)")
+        db.commit()
+    store = SQLiteStore(path)
+    try:
+        assert store.schema_version() == LATEST_VERSION
+        assert store.get_world("old") == WorldRecord("old", "Old", datetime.fromtimestamp(0, UTC), None, "")
+    finally:
+        store.close()
 
 
 def test_reopening_does_not_rerun_migrations(store: SQLiteStore, path: Path) -> None:
@@ -123,7 +139,7 @@ def test_reopening_does_not_rerun_migrations(store: SQLiteStore, path: Path) -> 
     store.close()
     for _ in range(2):
         reopened = SQLiteStore(path)
-        assert reopened.schema_version() == 1
+        assert reopened.schema_version() == LATEST_VERSION
         reopened.close()
     assert rows(path, "SELECT version, applied_at FROM schema_migrations") == before
     assert count(path, "messages") == 1
@@ -142,7 +158,10 @@ def test_newer_schema_version_is_refused_with_a_clear_message(store: SQLiteStore
     assert f"schema version {LATEST_VERSION + 1}" in message
     assert "upgrade recall" in message
     # Refusing changed nothing.
-    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations ORDER BY version")] == [1, 2]
+    assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations ORDER BY version")] == [
+        *(v for v, _ in MIGRATIONS),
+        LATEST_VERSION + 1,
+    ]
 
 
 def test_store_creates_missing_parent_directories(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from recall.core.models import AgentProfile, ContextFilter, Message
-from recall.core.routing import Verdict, history_verdict, is_own
+from recall.core.models import AgentProfile, Message
+from recall.core.routing import context_verdict, is_own
 from recall.core.tokens import REPLY_PRIMING, TokenCounter
 from recall.errors import BudgetExceededError, InvalidInputError
 
@@ -179,12 +179,6 @@ class _Scan:
     incoming_capped: bool = False
 
 
-def _verdict(agent: AgentProfile, message: Message) -> Verdict:
-    if agent.context_filter is ContextFilter.ALL:
-        return Verdict(True)
-    return history_verdict(agent.id, message)
-
-
 def _excluded(message: Message, reason: str) -> ReportItem:
     return ReportItem("message", message.id, False, reason=reason, sender=message.sender, chat_id=message.chat_id)
 
@@ -211,7 +205,7 @@ def _scan_memory(req: ContextRequest) -> _Scan:
             scan.found_trigger = True
         own = is_own(req.agent.id, message)
         seen_own = seen_own or own
-        verdict = _verdict(req.agent, message)
+        verdict = context_verdict(req.agent, message)
         if not verdict.addressed:
             scan.items.append(_excluded(message, verdict.reason or "not-addressed"))
             continue

@@ -10,7 +10,7 @@ import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from recall.core.models import Message, SenderType
+from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 
 #: `@` then an ASCII word, optionally joined by `-` or `_` (an e-mail address matches too).
 MENTION = re.compile(r"@(\w+(?:[-_]\w+)*)", re.ASCII)
@@ -106,6 +106,13 @@ def history_verdict(agent_id: str, message: Message) -> Verdict:
     if is_own(agent_id, message) or is_own_tool_result(agent_id, message):
         return Verdict(True)
     return addressing(agent_id, message)
+
+
+def context_verdict(agent: AgentProfile, message: Message) -> Verdict:
+    """Whether a message of the agent's memory belongs in its context, by its context filter."""
+    if agent.context_filter is ContextFilter.ALL:
+        return Verdict(True)
+    return history_verdict(agent.id, message)
 
 
 def turn_limit_notice(limit: int) -> str:

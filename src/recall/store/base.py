@@ -20,6 +20,7 @@ class WorldRecord:
     name: str
     created_at: datetime
     turn_limit: int | None = None
+    tenant: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,39 @@ class NewMessage:
     reset_turns: bool = False
 
 
+@dataclass(frozen=True)
+class MemoryItem:
+    """One entry of an agent's private key-value memory; `value` is any JSON value."""
+
+    key: str
+    value: Any
+    updated_at: datetime
+    expires_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "value": self.value,
+            "updated_at": self.updated_at.isoformat(),
+            "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class ContextSession:
+    """Context once: the newest message id already sent as context, and when it was last refreshed."""
+
+    last_sent_id: int
+    refreshed_at: datetime
+
+
 class Store(Protocol):
     # worlds and participants
-    def create_world(self, world_id: str, name: str, turn_limit: int | None, created_at: datetime) -> WorldRecord: ...
+    def create_world(
+        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
+    ) -> WorldRecord: ...
     def get_world(self, world_id: str) -> WorldRecord | None: ...
-    def list_worlds(self) -> list[WorldRecord]: ...
+    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]: ...
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord: ...
     def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None: ...
     def list_participants(self, world_id: str) -> list[ParticipantRecord]: ...
@@ -76,7 +105,7 @@ class Store(Protocol):
     ) -> Iterator[Message]: ...
     def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]: ...
     def inbox(
-        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
     ) -> list[tuple[Message, bool]]: ...
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int: ...
 
@@ -90,5 +119,19 @@ class Store(Protocol):
         self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
     ) -> int: ...
     def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]: ...
+
+    # an agent's private key-value memory (expired entries are never returned)
+    def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None: ...
+    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None: ...
+    def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool: ...
+    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]: ...
+
+    # context once
+    def get_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None
+    ) -> ContextSession | None: ...
+    def set_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
+    ) -> None: ...
 
     def close(self) -> None: ...

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.models import Message, SenderType
 from recall.errors import RecallError
-from recall.store.base import NewMessage, ParticipantRecord, WorldRecord
+from recall.store.base import ContextSession, MemoryItem, NewMessage, ParticipantRecord, WorldRecord
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 
 #: Rows read per page when scanning an agent's memory newest first.
@@ -57,6 +57,13 @@ def _chat_id(key: str) -> str | None:
     return key or None
 
 
+_WORLD_COLUMNS = "id, name, created_at, turn_limit, tenant"
+
+
+def _world(row: Sequence[Any]) -> WorldRecord:
+    return WorldRecord(row[0], row[1], _dt(row[2]), row[3], row[4])
+
+
 def _json_list(items: Sequence[str]) -> str:
     return json.dumps(list(items)) if items else "[]"
 
@@ -64,6 +71,10 @@ def _json_list(items: Sequence[str]) -> str:
 def _load_tuple(text: str) -> tuple[str, ...]:
     # Most messages mention no one: skip the JSON parser for the common empty list.
     return tuple(json.loads(text)) if text != "[]" else ()
+
+
+def _memory_item(row: Sequence[Any]) -> MemoryItem:
+    return MemoryItem(row[0], json.loads(row[1]), _dt(row[2]), None if row[3] is None else _dt(row[3]))
 
 
 def _recipient_key(keys: dict[str, int], agent_id: str) -> int:
@@ -150,21 +161,26 @@ class SQLiteStore:
 
     # -- worlds and participants ----------------------------------------------------------
 
-    def create_world(self, world_id: str, name: str, turn_limit: int | None, created_at: datetime) -> WorldRecord:
+    def create_world(
+        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
+    ) -> WorldRecord:
         with self._write() as db:
             db.execute(
-                "INSERT INTO worlds (id, name, turn_limit, created_at) VALUES (?, ?, ?, ?)",
-                (world_id, name, turn_limit, _ts(created_at)),
+                "INSERT INTO worlds (id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?)",
+                (world_id, name, turn_limit, _ts(created_at), tenant),
             )
-        return WorldRecord(world_id, name, created_at, turn_limit)
+        return WorldRecord(world_id, name, created_at, turn_limit, tenant)
 
     def get_world(self, world_id: str) -> WorldRecord | None:
-        rows = self._read("SELECT id, name, created_at, turn_limit FROM worlds WHERE id = ?", (world_id,))
-        return WorldRecord(rows[0][0], rows[0][1], _dt(rows[0][2]), rows[0][3]) if rows else None
+        rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
+        return _world(rows[0]) if rows else None
 
-    def list_worlds(self) -> list[WorldRecord]:
-        rows = self._read("SELECT id, name, created_at, turn_limit FROM worlds ORDER BY id")
-        return [WorldRecord(r[0], r[1], _dt(r[2]), r[3]) for r in rows]
+    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
+        if tenant is None:
+            rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds ORDER BY id")
+        else:
+            rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
+        return [_world(r) for r in rows]
 
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as db:
@@ -382,9 +398,9 @@ class SQLiteStore:
         return {_chat_id(r[0]): int(r[1]) for r in rows}
 
     def inbox(
-        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
     ) -> list[tuple[Message, bool]]:
-        """Deliveries to the agent, oldest first (FIFO), each with whether it was read."""
+        """Deliveries to the agent with ids above `after`, oldest first (FIFO), each with whether it was read."""
         key = self._agent_key(world_id, agent_id)
         if key is None:
             return []
@@ -392,15 +408,16 @@ class SQLiteStore:
             sql = (
                 f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d INDEXED BY deliveries_unread"
                 " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.own = 0 AND d.read_at IS NULL ORDER BY d.message_id LIMIT ?"
+                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
+                " ORDER BY d.message_id LIMIT ?"
             )
         else:
             sql = (
                 f"SELECT {_MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
                 " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
+                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
             )
-        rows = self._read(sql, (key, limit))
+        rows = self._read(sql, (key, after, limit))
         return [(_message(r), bool(r[12])) for r in rows]
 
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
@@ -458,3 +475,76 @@ class SQLiteStore:
             (world_id, agent_id, kind, limit),
         )
         return [json.loads(r[0]) for r in reversed(rows)]
+
+    # -- an agent's private key-value memory ----------------------------------------------
+
+    def _memory_key(self, world_id: str, agent_id: str) -> int:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
+        return key
+
+    def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
+        key = self._memory_key(world_id, agent_id)
+        expires = None if item.expires_at is None else _ts(item.expires_at)
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+                (key, item.key, json.dumps(item.value), _ts(item.updated_at), expires),
+            )
+
+    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ? AND key = ?"
+            " AND (expires_at IS NULL OR expires_at > ?)",
+            (self._memory_key(world_id, agent_id), key, _ts(now)),
+        )
+        return _memory_item(rows[0]) if rows else None
+
+    def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
+        agent = self._memory_key(world_id, agent_id)
+        with self._write() as db:
+            # Expired entries go too, but only a live one counts as forgotten.
+            cursor = db.execute(
+                "DELETE FROM agent_memory WHERE agent_key = ? AND key = ? RETURNING expires_at", (agent, key)
+            )
+            rows = cursor.fetchall()
+        return bool(rows) and (rows[0][0] is None or rows[0][0] > _ts(now))
+
+    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ?"
+            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
+            (self._memory_key(world_id, agent_id), _ts(now)),
+        )
+        return [_memory_item(r) for r in rows]
+
+    # -- context once ---------------------------------------------------------------------
+
+    def get_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None
+    ) -> ContextSession | None:
+        rows = self._read(
+            "SELECT last_sent_id, refreshed_at FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
+            (self._memory_key(world_id, agent_id), session, _chat_key(chat_id)),
+        )
+        return ContextSession(int(rows[0][0]), _dt(rows[0][1])) if rows else None
+
+    def set_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
+    ) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
+                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
+                (
+                    self._memory_key(world_id, agent_id),
+                    session,
+                    _chat_key(chat_id),
+                    state.last_sent_id,
+                    _ts(state.refreshed_at),
+                ),
+            )

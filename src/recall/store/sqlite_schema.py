@@ -82,6 +82,31 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX observations_by_agent ON observations (world_id, agent_id, kind, id);
         """,
     ),
+    (
+        2,
+        """
+        -- Worlds belong to a tenant ('' when the server runs without API keys).
+        ALTER TABLE worlds ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+        -- An agent's private key-value memory (remember / recall / forget).
+        CREATE TABLE agent_memory (
+            agent_key   INTEGER NOT NULL,
+            key         TEXT NOT NULL,
+            value       TEXT NOT NULL,
+            updated_at  REAL NOT NULL,
+            expires_at  REAL,
+            PRIMARY KEY (agent_key, key)
+        ) WITHOUT ROWID;
+        -- Context once: per agent session and chat, the newest message already sent as context.
+        CREATE TABLE context_sessions (
+            agent_key    INTEGER NOT NULL,
+            session      TEXT NOT NULL,
+            chat_id      TEXT NOT NULL,
+            last_sent_id INTEGER NOT NULL,
+            refreshed_at REAL NOT NULL,
+            PRIMARY KEY (agent_key, session, chat_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

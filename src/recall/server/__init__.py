@@ -1,0 +1,1 @@
+"""recall over the network: the REST API with long-poll inboxes, and MCP tools."""

@@ -1,0 +1,88 @@
+"""Who is calling and what they may do: API keys, tenants, agent-bound keys, rate limits."""
+
+from __future__ import annotations
+
+import hmac
+import math
+import time
+from dataclasses import dataclass
+
+from recall.server.config import ApiKey
+
+
+class AuthError(Exception):
+    """401: no or unknown credentials."""
+
+
+class ForbiddenError(Exception):
+    """403: known credentials, not allowed to do this."""
+
+
+class RateLimitedError(Exception):
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"rate limit reached: retry after {retry_after} s")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller. Without configured keys everyone is the open principal (tenant '')."""
+
+    tenant: str = ""
+    agent: str | None = None
+    open: bool = True
+
+    def may_act_as(self, agent_id: str) -> bool:
+        return self.agent is None or self.agent.lower() == agent_id.lower()
+
+    def require_agent(self, agent_id: str) -> None:
+        if not self.may_act_as(agent_id):
+            raise ForbiddenError(f"this API key acts only as agent {self.agent!r}, not {agent_id!r}")
+
+    def require_admin(self, what: str) -> None:
+        if self.agent is not None:
+            raise ForbiddenError(f"an agent's API key cannot {what}; use a tenant key")
+
+
+class KeyRing:
+    def __init__(self, keys: tuple[ApiKey, ...]) -> None:
+        self._keys = keys
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._keys)
+
+    def principal(self, authorization: str | None) -> Principal:
+        if not self._keys:
+            return Principal()
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise AuthError("missing API key: send the header 'Authorization: Bearer <key>'")
+        given = authorization[7:].strip().encode()
+        for key in self._keys:
+            # Constant-time comparison: a key cannot be guessed a character at a time.
+            if hmac.compare_digest(key.key.encode(), given):
+                return Principal(key.tenant, key.agent, open=False)
+        raise AuthError("unknown API key")
+
+
+class RateLimiter:
+    """A token bucket per agent: `per_minute` requests, refilled continuously."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        self.rejected = 0
+
+    def hit(self, world_id: str, agent_id: str, now: float | None = None) -> None:
+        if self.per_minute <= 0:
+            return
+        now = time.monotonic() if now is None else now
+        rate = self.per_minute / 60.0
+        key = (world_id.lower(), agent_id.lower())
+        tokens, last = self._buckets.get(key, (float(self.per_minute), now))
+        tokens = min(float(self.per_minute), tokens + (now - last) * rate)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            self.rejected += 1
+            raise RateLimitedError(max(1, math.ceil((1.0 - tokens) / rate)))
+        self._buckets[key] = (tokens - 1.0, now)

@@ -1,0 +1,398 @@
+"""The REST API under `/v1` (spec §6), on the same service as the Python API and the CLI.
+
+Handlers are thin: check who is calling, call the service, shape the JSON. The store is
+embedded and fast, so handlers call it directly on the event loop; only waiting checks
+sleep, on futures that posts wake (see `inbox.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from recall import __version__
+from recall.core.inbox import CheckResult
+from recall.core.models import Message, SenderType
+from recall.errors import (
+    BudgetExceededError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    RecallError,
+    UnknownWorldError,
+)
+from recall.server import schemas
+from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
+from recall.server.config import ServerConfig
+from recall.server.inbox import Notifier, wait_for_mentions
+from recall.server.metrics import Metrics
+from recall.service import PostRequest, RecallService
+from recall.store.base import WorldRecord
+
+MAX_WAIT_SECONDS = 300
+
+
+@dataclass
+class ServerState:
+    service: RecallService
+    config: ServerConfig
+    keys: KeyRing
+    limiter: RateLimiter
+    notifier: Notifier = field(default_factory=Notifier)
+    metrics: Metrics = field(default_factory=Metrics)
+
+
+def _error(
+    status: int,
+    kind: str,
+    message: str,
+    field: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    **more: Any,
+) -> JSONResponse:
+    """Every error body: `{"error": {"type", "message", "field"?, …}}`."""
+    body: dict[str, Any] = {"type": kind, "message": message}
+    if field is not None:
+        body["field"] = field
+    return JSONResponse({"error": {**body, **more}}, status_code=status, headers=headers)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(InvalidInputError)
+    async def invalid(_: Request, exc: InvalidInputError) -> JSONResponse:
+        return _error(422, "invalid_input", exc.problem, exc.field)
+
+    @app.exception_handler(BudgetExceededError)
+    async def budget(_: Request, exc: BudgetExceededError) -> JSONResponse:
+        return _error(422, "budget_exceeded", str(exc), "max_tokens")
+
+    @app.exception_handler(NotFoundError)
+    async def not_found(_: Request, exc: NotFoundError) -> JSONResponse:
+        return _error(404, "not_found", str(exc))
+
+    @app.exception_handler(ConflictError)
+    async def conflict(_: Request, exc: ConflictError) -> JSONResponse:
+        return _error(409, "conflict", str(exc))
+
+    @app.exception_handler(RecallError)
+    async def other(_: Request, exc: RecallError) -> JSONResponse:
+        return _error(400, "bad_request", str(exc))
+
+    @app.exception_handler(AuthError)
+    async def unauthorized(_: Request, exc: AuthError) -> JSONResponse:
+        return _error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(ForbiddenError)
+    async def forbidden(_: Request, exc: ForbiddenError) -> JSONResponse:
+        return _error(403, "forbidden", str(exc))
+
+    @app.exception_handler(RateLimitedError)
+    async def limited(_: Request, exc: RateLimitedError) -> JSONResponse:
+        return _error(429, "rate_limited", str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body", "message": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        first = problems[0] if problems else {"field": "body", "message": "invalid request"}
+        return _error(422, "invalid_input", first["message"], first["field"], problems=problems)
+
+
+def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+    keys: KeyRing = request.app.state.recall.keys
+    return keys.principal(authorization)
+
+
+#: The caller of a route, from its `Authorization: Bearer` header.
+Caller = Annotated[Principal, Depends(_principal)]
+
+
+def create_app(service: RecallService, config: ServerConfig | None = None) -> FastAPI:
+    config = config or ServerConfig()
+    state = ServerState(service, config, KeyRing(config.keys), RateLimiter(config.rate_limit))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with _mounted_lifespans(app):
+            yield
+
+    app = FastAPI(
+        title="recall",
+        version=__version__,
+        description="Memory and context for LLM agents: worlds, messages, long-poll inboxes, contexts.",
+        lifespan=lifespan,
+    )
+    app.state.recall = state
+    _install_error_handlers(app)
+
+    def world_of(world: str, who: Principal) -> WorldRecord:
+        record = service.get_world(world)
+        if state.keys.enabled and record.tenant != who.tenant:
+            # Another tenant's world does not exist for this caller.
+            raise UnknownWorldError(world)
+        return record
+
+    def agent_of(world: str, agent: str, who: Principal) -> tuple[str, str]:
+        record = world_of(world, who)
+        profile = service.get_agent(record.id, agent)
+        who.require_agent(profile.id)
+        state.limiter.hit(record.id, profile.id)
+        return record.id, profile.id
+
+    def posted(message: Message) -> dict[str, Any]:
+        author = message.sender if message.sender_type is SenderType.AGENT else None
+        state.notifier.notify(message.world_id, author)
+        state.metrics.messages_posted += 1
+        agents = [p.id for p in service.participants(message.world_id) if p.kind == "agent"]
+        delivered = [a for a in agents if author is None or a.lower() != author.lower()]
+        state.metrics.deliveries += len(delivered)
+        return {**message.to_dict(), "delivered_to": delivered}
+
+    # -- health and metrics -------------------------------------------------------------------
+
+    @app.get("/healthz", tags=["ops"], summary="The process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], summary="The store is reachable and its migrations are current")
+    async def readyz() -> JSONResponse:
+        try:
+            service.list_worlds(tenant="\x00")
+        except Exception as exc:  # noqa: BLE001 - any store failure means not ready
+            return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse, summary="Prometheus metrics")
+    async def metrics() -> str:
+        return state.metrics.render(waiting=state.notifier.waiting(), rate_limited=state.limiter.rejected)
+
+    # -- worlds and participants ----------------------------------------------------------------
+
+    @app.post("/v1/worlds", status_code=201, tags=["worlds"], summary="Create a world")
+    async def create_world(body: schemas.WorldIn, who: Caller) -> dict[str, Any]:
+        who.require_admin("create worlds")
+        record = service.create_world(body.id, body.name, body.turn_limit, tenant=who.tenant)
+        return _world_json(record)
+
+    @app.get("/v1/worlds", tags=["worlds"], summary="List the caller's worlds")
+    async def list_worlds(who: Caller) -> dict[str, Any]:
+        worlds = service.list_worlds(tenant=who.tenant if state.keys.enabled else None)
+        return {"worlds": [_world_json(w) for w in worlds]}
+
+    @app.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
+    async def get_world(world: str, who: Caller) -> dict[str, Any]:
+        record = world_of(world, who)
+        people = service.participants(record.id)
+        return {
+            **_world_json(record),
+            "agents": [p.id for p in people if p.kind == "agent"],
+            "humans": [p.id for p in people if p.kind == "human"],
+            "chats": [{"id": c, "messages": n} for c, n in service.store.list_chats(record.id)],
+        }
+
+    @app.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
+    async def add_agent(world: str, body: schemas.AgentIn, who: Caller) -> dict[str, Any]:
+        who.require_admin("register agents")
+        record = world_of(world, who)
+        settings = body.model_dump(exclude={"id"})
+        profile = service.add_agent(record.id, body.id, **settings)
+        return {"world_id": record.id, "id": profile.id, "kind": "agent", **settings}
+
+    @app.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
+    async def add_human(world: str, body: schemas.HumanIn, who: Caller) -> dict[str, Any]:
+        who.require_admin("register humans")
+        record = world_of(world, who)
+        human = service.add_human(record.id, body.id)
+        return {"world_id": record.id, "id": human.id, "kind": "human"}
+
+    # -- messages -------------------------------------------------------------------------------
+
+    @app.post("/v1/worlds/{world}/messages", status_code=201, tags=["messages"], summary="Post a message")
+    async def post_message(world: str, body: schemas.MessageIn, who: Caller) -> dict[str, Any]:
+        record = world_of(world, who)
+        if who.agent is not None:
+            who.require_agent(body.sender)
+        request = PostRequest(
+            body.sender,
+            body.content,
+            body.chat_id,
+            body.channel,
+            body.parent_id,
+            body.created_at,
+            body.idempotency_key,
+            body.metadata,
+        )
+        return posted(service.post(record.id, request))
+
+    @app.get("/v1/worlds/{world}/messages", tags=["messages"], summary="A chat's messages, oldest first")
+    async def list_messages(
+        world: str,
+        who: Caller,
+        chat_id: Annotated[str | None, Query(max_length=64)] = None,
+        after: Annotated[int, Query(ge=0, le=2**62, description="cursor: only ids above this")] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        all_chats: Annotated[bool, Query(description="every chat of the world, not one")] = False,
+    ) -> dict[str, Any]:
+        record = world_of(world, who)
+        messages = service.messages(record.id, chat_id, after, limit, all_chats)
+        return {
+            "messages": [m.to_dict() for m in messages],
+            "next_after": messages[-1].id if len(messages) == limit else None,
+        }
+
+    # -- an agent's inbox, context and replies --------------------------------------------------
+
+    @app.get("/v1/worlds/{world}/agents/{agent}/inbox", tags=["agents"], summary="Check for new messages")
+    async def check_inbox(
+        request: Request,
+        world: str,
+        agent: str,
+        who: Caller,
+        wait: Annotated[bool, Query(description="long-poll until a message arrives or timeout")] = False,
+        timeout: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = 30,
+        mark_read: bool = False,
+        include_context: bool = False,
+        context_limit: Annotated[int | None, Query(ge=1, le=100)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+        session: Annotated[str, Query(min_length=1, max_length=200)] = "default",
+        chat_id: Annotated[str | None, Query(max_length=64)] = None,
+        refresh: Annotated[bool, Query(description="send the whole context again")] = False,
+    ) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+
+        def check(only_with_mentions: bool) -> CheckResult:
+            return service.check(
+                world_id,
+                agent_id,
+                limit=limit,
+                mark_read=mark_read,
+                include_context=include_context,
+                context_limit=context_limit,
+                session=session,
+                chat_id=chat_id,
+                refresh=refresh,
+                context_only_with_mentions=only_with_mentions,
+            )
+
+        if not wait:
+            result: CheckResult | None = check(False)
+        else:
+            state.metrics.waiting_checks += 1
+            result = await wait_for_mentions(
+                state.notifier, world_id, agent_id, lambda: check(True), timeout, _disconnected(request)
+            )
+        result = result or CheckResult(chat_id=chat_id)
+        state.metrics.observe_check(result)
+        return result.to_dict()
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", tags=["agents"], summary="Mark messages read")
+    async def ack(world: str, agent: str, body: schemas.AckIn, who: Caller) -> dict[str, int]:
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"acknowledged": service.ack(world_id, agent_id, body.ids)}
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/send", status_code=201, tags=["agents"], summary="Post as the agent")
+    async def send(world: str, agent: str, body: schemas.SendIn, who: Caller) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+        message = service.send(world_id, agent_id, body.content, body.chat_id, body.parent_id, body.idempotency_key)
+        out = posted(message)
+        return {
+            "message_id": message.id,
+            "timestamp": message.created_at.isoformat(),
+            "mentions": list(message.mentions),
+            "thread_id": message.metadata.get("thread_id", message.id),
+            "chat_id": message.chat_id,
+            "delivered_to": out["delivered_to"],
+        }
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/context", tags=["agents"], summary="Build the agent's context")
+    async def context(world: str, agent: str, body: schemas.ContextIn, who: Caller) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+        ctx = service.build_context(
+            world_id,
+            agent_id,
+            body.chat_id,
+            max_tokens=body.max_tokens,
+            history_limit=body.history_limit,
+            message_id=body.message_id,
+            channel=body.channel,
+        )
+        state.metrics.observe_context(ctx.report)
+        report = ctx.report.to_dict()
+        if body.format == "anthropic":
+            out = ctx.anthropic()
+            return {"system": out["system"], "messages": out["messages"], "report": report}
+        return {"messages": ctx.openai(), "report": report}
+
+    # -- observations and actions ---------------------------------------------------------------
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/observations", status_code=201, tags=["agents"])
+    async def observe(world: str, agent: str, body: schemas.ObservationIn, who: Caller) -> dict[str, int]:
+        """Store what the agent perceives (simulations); shown in its context in the first person."""
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"id": service.observe(world_id, agent_id, body.model_dump())}
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/actions", status_code=201, tags=["agents"])
+    async def act(world: str, agent: str, body: schemas.ActionIn, who: Caller) -> dict[str, int]:
+        """Store what the agent did (simulations)."""
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"id": service.act(world_id, agent_id, body.model_dump())}
+
+    # -- the agent's private key-value memory ---------------------------------------------------
+
+    @app.get("/v1/worlds/{world}/agents/{agent}/memory", tags=["memory"], summary="Everything the agent remembers")
+    async def list_memory(world: str, agent: str, who: Caller) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"items": [item.to_dict() for item in service.memories(world_id, agent_id)]}
+
+    @app.put("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Remember a value")
+    async def remember(world: str, agent: str, key: str, body: schemas.MemoryIn, who: Caller) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+        return service.remember(world_id, agent_id, key, body.value, body.ttl).to_dict()
+
+    @app.get("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Recall a value")
+    async def recall_value(world: str, agent: str, key: str, who: Caller) -> dict[str, Any]:
+        world_id, agent_id = agent_of(world, agent, who)
+        return service.recall_memory(world_id, agent_id, key).to_dict()
+
+    @app.delete("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Forget a value")
+    async def forget(world: str, agent: str, key: str, who: Caller) -> dict[str, bool]:
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"forgotten": service.forget(world_id, agent_id, key)}
+
+    return app
+
+
+def _world_json(record: WorldRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "name": record.name,
+        "turn_limit": record.turn_limit,
+        "created_at": record.created_at.isoformat(),
+    }
+
+
+async def _disconnected(request: Request) -> None:
+    """Completes when the client closes the connection."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+@asynccontextmanager
+async def _mounted_lifespans(app: FastAPI) -> AsyncIterator[None]:
+    """Run the lifespans of sub-apps registered in `app.state.lifespans` (e.g. MCP)."""
+    hooks: list[Callable[[], Any]] = getattr(app.state, "lifespans", [])
+    async with AsyncExitStack() as stack:
+        for hook in hooks:
+            await stack.enter_async_context(hook())
+        yield

@@ -1,0 +1,153 @@
+"""Server settings from flags, `RECALL_*` environment variables and a TOML config file.
+
+Precedence, highest first: command-line flags, environment, config file, defaults.
+
+    # recall.toml
+    [server]
+    db = "recall.db"
+    host = "127.0.0.1"
+    port = 8765
+    rate_limit = 100          # requests per agent per minute
+
+    [[keys]]
+    key = "sk-team-1"
+    tenant = "acme"
+    [[keys]]
+    key = "sk-triage"
+    tenant = "acme"
+    agent = "triage"          # this key may act only as agent `triage`
+
+`RECALL_API_KEYS` adds keys as `KEY:TENANT[:AGENT]`, comma-separated.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from recall.errors import InvalidInputError
+
+DEFAULT_PORT = 8765
+DEFAULT_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key: str
+    tenant: str
+    #: When set, the key may act only as this agent (in any world of its tenant).
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    db: str = "recall.db"
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    keys: tuple[ApiKey, ...] = ()
+    #: Requests per agent per minute (inbox, send, context, memory); 0 turns the limit off.
+    rate_limit: int = 100
+    #: Listen beyond loopback without API keys (anyone who can reach the port has full access).
+    allow_unauthenticated_remote: bool = False
+    #: Create the demo world when the store has no world yet.
+    demo: bool = False
+
+    def check_exposure(self) -> None:
+        """Refuse to serve an open API beyond this machine unless told to."""
+        if self.keys or self.allow_unauthenticated_remote or is_loopback(self.host):
+            return
+        raise InvalidInputError(
+            "host",
+            f"{self.host} is reachable from other machines and no API keys are configured: "
+            "add keys (RECALL_API_KEYS or [[keys]] in the config file), listen on 127.0.0.1, "
+            "or pass --allow-unauthenticated-remote",
+        )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_keys(text: str, where: str = "RECALL_API_KEYS") -> tuple[ApiKey, ...]:
+    keys = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        parts = entry.split(":")
+        if len(parts) not in (2, 3) or not all(parts):
+            raise InvalidInputError(where, f"{entry!r} is not KEY:TENANT or KEY:TENANT:AGENT")
+        keys.append(ApiKey(parts[0], parts[1], parts[2] if len(parts) == 3 else None))
+    return tuple(keys)
+
+
+def _keys_from_toml(items: Any, where: str) -> tuple[ApiKey, ...]:
+    if not isinstance(items, list):
+        raise InvalidInputError(where, "[[keys]] must be a list of tables with key and tenant")
+    keys = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str) or not item.get("key"):
+            raise InvalidInputError(f"{where}[{i}]", 'needs key = "…" and tenant = "…"')
+        tenant, agent = item.get("tenant"), item.get("agent")
+        if not isinstance(tenant, str) or not tenant or (agent is not None and not isinstance(agent, str)):
+            raise InvalidInputError(f"{where}[{i}]", "needs a tenant name; agent, when given, is an agent id")
+        keys.append(ApiKey(item["key"], tenant, agent))
+    return tuple(keys)
+
+
+def _int(value: Any, where: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(where, f"must be a whole number, got {value!r}") from None
+    if isinstance(value, bool) or not low <= number <= high:
+        raise InvalidInputError(where, f"must be between {low} and {high}, got {value!r}")
+    return number
+
+
+def load_config(
+    config_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    **flags: Any,
+) -> ServerConfig:
+    """The server's settings: defaults < config file < `RECALL_*` environment < flags (None = unset)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    keys: tuple[ApiKey, ...] = ()
+    path = config_file or env.get("RECALL_CONFIG")
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise InvalidInputError("config", f"cannot read {path}: {exc}") from None
+        server = data.get("server", {})
+        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote"}
+        if unknown:
+            raise InvalidInputError("config", f"unknown [server] setting {sorted(unknown)[0]!r} in {path}")
+        values.update(server)
+        keys += _keys_from_toml(data.get("keys", []), f"{path} [[keys]]")
+    for name in ("db", "host", "port", "rate_limit"):
+        raw = env.get(f"RECALL_{name.upper()}")
+        if raw:
+            values[name] = raw
+    if env.get("RECALL_API_KEYS"):
+        keys += parse_keys(env["RECALL_API_KEYS"])
+    values.update({k: v for k, v in flags.items() if v is not None})
+    config = replace(ServerConfig(), **{k: v for k, v in values.items() if k in _FIELDS}, keys=keys)
+    return replace(
+        config,
+        port=_int(config.port, "port", 0, 65535),
+        rate_limit=_int(config.rate_limit, "rate_limit", 0, 1_000_000),
+        db=str(config.db),
+        host=str(config.host),
+    )
+
+
+_FIELDS = {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", "demo"}

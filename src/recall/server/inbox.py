@@ -1,0 +1,92 @@
+"""Long-poll: a waiting check sleeps on a future that a post wakes, never in a polling loop.
+
+Waiters are futures in the server's event loop, keyed by world and agent, so a thousand of
+them cost a thousand small objects. A post wakes the waiters of every agent of its world
+but the author; each woken check reads the store again and goes back to sleep when the new
+message was not for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+
+from recall.core.inbox import CheckResult
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self._waiters: dict[str, dict[str, set[asyncio.Future[None]]]] = defaultdict(lambda: defaultdict(set))
+        self.wakeups = 0
+
+    def subscribe(self, world_id: str, agent_id: str) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[world_id.lower()][agent_id.lower()].add(future)
+        return future
+
+    def unsubscribe(self, world_id: str, agent_id: str, future: asyncio.Future[None]) -> None:
+        world = self._waiters.get(world_id.lower())
+        if world is None:
+            return
+        agent = world.get(agent_id.lower())
+        if agent is not None:
+            agent.discard(future)
+            if not agent:
+                del world[agent_id.lower()]
+        if not world:
+            del self._waiters[world_id.lower()]
+
+    def notify(self, world_id: str, author: str | None = None) -> None:
+        """Wake every waiter of the world except the author's."""
+        world = self._waiters.get(world_id.lower())
+        if not world:
+            return
+        skip = (author or "").lower()
+        for agent, futures in world.items():
+            if agent == skip:
+                continue
+            for future in futures:
+                if not future.done():
+                    future.set_result(None)
+                    self.wakeups += 1
+
+    def waiting(self) -> int:
+        return sum(len(f) for world in self._waiters.values() for f in world.values())
+
+
+async def wait_for_mentions(
+    notifier: Notifier,
+    world_id: str,
+    agent_id: str,
+    check: Callable[[], CheckResult],
+    timeout: float,
+    disconnected: Awaitable[None] | None = None,
+) -> CheckResult | None:
+    """Run `check` until it finds new mentions or `timeout` passes (then None).
+
+    Subscribes before each check, so a post between the check and the sleep still wakes it.
+    Returns None early too when `disconnected` completes (the client went away).
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    gone = asyncio.ensure_future(disconnected) if disconnected is not None else None
+    try:
+        while True:
+            future = notifier.subscribe(world_id, agent_id)
+            try:
+                result = check()
+                if result.new_mentions:
+                    return result
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return None
+                waits: set[asyncio.Future[None]] = {future} if gone is None else {future, gone}
+                done, _ = await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                if gone is not None and gone in done:
+                    return None
+            finally:
+                notifier.unsubscribe(world_id, agent_id, future)
+    finally:
+        if gone is not None:
+            gone.cancel()
