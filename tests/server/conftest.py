@@ -1,0 +1,107 @@
+"""A real recall server on a free loopback port: uvicorn in a thread, a SQLite file per test."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from recall.api import Recall
+from recall.server.app import create_app
+from recall.server.config import ApiKey, ServerConfig
+from recall.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    url: str
+    mem: Recall
+    server: uvicorn.Server
+
+    def client(self, key: str | None = None, timeout: float = 10) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+
+def start_server(db: Path, config: ServerConfig, settings: Settings | None = None) -> LiveServer:
+    mem = Recall(db, settings or Settings())
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(mem.service, config), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    live = LiveServer(f"http://127.0.0.1:{port}", mem, server)
+    live.thread = thread  # type: ignore[attr-defined]
+    return live
+
+
+def stop_server(live: LiveServer) -> None:
+    live.server.should_exit = True
+    live.thread.join(timeout=10)  # type: ignore[attr-defined]
+    live.mem.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[LiveServer]:
+    """An open server (no keys) with world `w`: human maria, agents agent-a, agent-b."""
+    server = start_server(tmp_path / "server.db", ServerConfig(rate_limit=0))
+    with server.client() as c:
+        c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
+        for agent in ("agent-a", "agent-b"):
+            c.post("/v1/worlds/w/agents", json={"id": agent, "system_prompt": f"You are {agent}."}).raise_for_status()
+        c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture
+def client(live: LiveServer) -> Iterator[httpx.Client]:
+    with live.client() as c:
+        yield c
+
+
+KEYS = (
+    ApiKey("acme-admin", "acme"),
+    ApiKey("acme-a", "acme", "agent-a"),
+    ApiKey("acme-b", "acme", "agent-b"),
+    ApiKey("globex-admin", "globex"),
+)
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[LiveServer]:
+    """A server with API keys: tenant acme owns world `w` (agents agent-a, agent-b; human maria)."""
+    server = start_server(tmp_path / "secured.db", ServerConfig(keys=KEYS, rate_limit=0))
+    with server.client("acme-admin") as c:
+        c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
+        for agent in ("agent-a", "agent-b"):
+            c.post("/v1/worlds/w/agents", json={"id": agent}).raise_for_status()
+        c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+    yield server
+    stop_server(server)
+
+
+def post(c: httpx.Client, sender: str, content: str, **more: Any) -> dict[str, Any]:
+    response = c.post("/v1/worlds/w/messages", json={"sender": sender, "content": content, **more})
+    assert response.status_code == 201, response.text
+    return dict(response.json())
