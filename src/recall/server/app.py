@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recall import __version__
 from recall.core.inbox import CheckResult
@@ -96,6 +97,12 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RateLimitedError)
     async def limited(_: Request, exc: RateLimitedError) -> JSONResponse:
         return _error(429, "rate_limited", str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Unknown routes, wrong methods: the same error shape as everything else.
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return _error(exc.status_code, kind, str(exc.detail), headers=dict(exc.headers or {}))
 
     @app.exception_handler(RequestValidationError)
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
