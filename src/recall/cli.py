@@ -317,6 +317,26 @@ def serve(
     uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 
+@app.command()
+def mcp(
+    world: Annotated[str | None, typer.Option(help="World the tools act on when a call names none.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent the tools act as when a call names none.")] = None,
+) -> None:
+    """Serve the MCP tools (messages, context, remember, recall, forget) over stdio."""
+    import anyio
+
+    from recall.server.mcp import run_stdio
+
+    # stdout carries the protocol alone: errors go to stderr, like every other command's.
+    with _open() as mem:
+        if world is not None:
+            # A misspelt default fails here, once, rather than in every call.
+            handle = mem.world(world)
+            if agent is not None:
+                handle.agent(agent)
+        anyio.run(run_stdio, mem.service, world, agent)
+
+
 # -- demo --------------------------------------------------------------------------------------
 
 

@@ -157,7 +157,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     def posted(message: Message) -> dict[str, Any]:
         author = message.sender if message.sender_type is SenderType.AGENT else None
-        state.notifier.notify(message.world_id, author)
+        state.notifier.notify(message.world_id, message)
         state.metrics.messages_posted += 1
         agents = [p.id for p in service.participants(message.world_id) if p.kind == "agent"]
         delivered = [a for a in agents if author is None or a.lower() != author.lower()]

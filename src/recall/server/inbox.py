@@ -1,9 +1,9 @@
 """Long-poll: a waiting check sleeps on a future that a post wakes, never in a polling loop.
 
 Waiters are futures in the server's event loop, keyed by world and agent, so a thousand of
-them cost a thousand small objects. A post wakes the waiters of every agent of its world
-but the author; each woken check reads the store again and goes back to sleep when the new
-message was not for it.
+them cost a thousand small objects. A post wakes only the waiting agents that would respond
+to it (the pure routing rule, no store read), so a message to one agent among a thousand
+waiting wakes one check; each woken check reads the store again.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
 from recall.core.inbox import CheckResult
+from recall.core.models import Message
+from recall.core.routing import would_respond
 
 
 class Notifier:
@@ -37,14 +39,14 @@ class Notifier:
         if not world:
             del self._waiters[world_id.lower()]
 
-    def notify(self, world_id: str, author: str | None = None) -> None:
-        """Wake every waiter of the world except the author's."""
+    def notify(self, world_id: str, message: Message | None = None) -> None:
+        """Wake the world's waiters that would respond to `message`; all of them when None
+        (a change made elsewhere, e.g. by another process)."""
         world = self._waiters.get(world_id.lower())
         if not world:
             return
-        skip = (author or "").lower()
         for agent, futures in world.items():
-            if agent == skip:
+            if message is not None and not would_respond(agent, message):
                 continue
             for future in futures:
                 if not future.done():

@@ -8,6 +8,7 @@ from recall.api import Recall
 from recall.demo import build_demo_world
 from recall.server.app import create_app
 from recall.server.config import ServerConfig
+from recall.server.mcp import mount_mcp
 from recall.settings import Settings
 
 
@@ -15,4 +16,6 @@ def build_app(config: ServerConfig) -> FastAPI:
     mem = Recall(config.db, Settings.from_env())
     if config.demo and not mem.service.list_worlds():
         build_demo_world(mem)
-    return create_app(mem.service, config)
+    app = create_app(mem.service, config)
+    mount_mcp(app)
+    return app

@@ -1,0 +1,335 @@
+"""recall's agent operations as MCP tools: over stdio (`recall mcp`) and streamable HTTP at `/mcp`.
+
+The tools call the same `RecallService` methods as the REST routes, so the two never
+disagree. Over HTTP every call is checked like a REST request (API key, tenant, agent-bound
+key, rate limit); over stdio whoever runs the command owns the store file, so there is no key.
+
+No `from __future__ import annotations` here: the SDK reads the tools' annotations at
+registration, and the argument types are built inside `build_mcp_server` (their descriptions
+name the command's default world and agent), which string annotations could not resolve.
+"""
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import Field
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from recall import __version__
+from recall.core.inbox import CheckResult
+from recall.errors import RecallError, UnknownWorldError
+from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
+from recall.server.app import MAX_WAIT_SECONDS, ServerState
+from recall.server.inbox import Notifier, wait_for_mentions
+from recall.service import RecallService
+
+INSTRUCTIONS = (
+    "recall keeps everything each participant of a world heard. As an agent: call `messages` with "
+    "action='check' (wait=true to long-poll) for messages addressed to you, `context` for the model-ready "
+    "context of a chat, `messages` with action='send' to reply, and remember/recall/forget for your private "
+    "key-value memory."
+)
+
+#: How often a waiting check over stdio looks at the store for posts by other processes.
+STDIO_POLL_SECONDS = 1.0
+
+#: Errors whose message is meant for the caller; anything else is a bug and stays hidden.
+_CALLER_ERRORS = (RecallError, AuthError, ForbiddenError, RateLimitedError)
+
+ToolContext = Context[Any, Any]
+
+
+@contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """Turn recall's typed errors into tool errors the client sees with the same message."""
+    try:
+        yield
+    except _CALLER_ERRORS as exc:
+        raise ToolError(str(exc)) from exc
+
+
+@dataclass
+class _Gate:
+    """Who may call, on what: the tools' share of what `agent_of` does for REST routes."""
+
+    service: RecallService
+    keys: KeyRing | None = None
+    limiter: RateLimiter | None = None
+    world: str | None = None
+    agent: str | None = None
+
+    def _principal(self, ctx: ToolContext) -> Principal:
+        if self.keys is None:
+            return Principal()
+        headers = ctx.headers or {}
+        return self.keys.principal(headers.get("authorization"))
+
+    def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
+        """The stored (world id, agent id) the call acts on, once the caller may act as that agent."""
+        world = world or self.world
+        agent = agent or self.agent
+        if not world:
+            raise ToolError("world: name the world (no default world was configured)")
+        if not agent:
+            raise ToolError("agent: name the agent to act as (no default agent was configured)")
+        who = self._principal(ctx)
+        record = self.service.get_world(world)
+        if self.keys is not None and self.keys.enabled and record.tenant != who.tenant:
+            # Another tenant's world does not exist for this caller, as over REST.
+            raise UnknownWorldError(world)
+        agent_id = self.service.get_agent(record.id, agent).id
+        who.require_agent(agent_id)
+        if self.limiter is not None:
+            self.limiter.hit(record.id, agent_id)
+        return record.id, agent_id
+
+
+def build_mcp_server(
+    service: RecallService,
+    notifier: Notifier,
+    *,
+    keys: KeyRing | None = None,
+    limiter: RateLimiter | None = None,
+    world: str | None = None,
+    agent: str | None = None,
+    poll_interval: float | None = None,
+) -> MCPServer[Any]:
+    """An MCP server with the tools messages, context, remember, recall and forget.
+
+    `keys` and `limiter` are the HTTP server's (None on stdio); `world` and `agent` are what
+    the tools act on when a call leaves them out. `notifier` wakes waiting checks on a send;
+    with `poll_interval` a waiting check also looks again every that many seconds, for posts
+    that reach the store without passing this process's notifier.
+    """
+    gate = _Gate(service, keys, limiter, world, agent)
+    server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    world_help = "World id" + (f" (default {world!r})" if world else "")
+    agent_help = "The agent to act as" + (f" (default {agent!r})" if agent else "")
+    World = Annotated[str | None, Field(description=world_help, max_length=64)]
+    Agent = Annotated[str | None, Field(description=agent_help, max_length=64)]
+    ChatId = Annotated[str | None, Field(description="Chat id (default: the world's default chat)", max_length=64)]
+
+    @server.tool(name="messages")
+    async def messages(
+        ctx: ToolContext,
+        action: Annotated[
+            Literal["check", "send"],
+            Field(description="check: new messages addressed to the agent; send: post a message as the agent"),
+        ],
+        world: World = None,
+        agent: Agent = None,
+        wait: Annotated[bool, Field(description="check: wait until a message for the agent arrives")] = False,
+        timeout: Annotated[float, Field(description="check: seconds to wait at most", ge=0, le=MAX_WAIT_SECONDS)] = 30,
+        mark_read: Annotated[bool, Field(description="check: mark the returned messages read")] = False,
+        include_context: Annotated[
+            bool, Field(description="check: add the chat's earlier messages the agent has not been sent yet")
+        ] = False,
+        context_limit: Annotated[
+            int | None, Field(description="check: at most this many context messages", ge=1, le=100)
+        ] = None,
+        limit: Annotated[int, Field(description="check: at most this many new messages", ge=1, le=1000)] = 10,
+        session: Annotated[
+            str, Field(description="check: context is sent once per session", min_length=1, max_length=200)
+        ] = "default",
+        chat_id: ChatId = None,
+        refresh: Annotated[bool, Field(description="check: send the whole context again")] = False,
+        content: Annotated[str | None, Field(description="send: the message text")] = None,
+        parent_id: Annotated[int | None, Field(description="send: id of the message this replies to", ge=1)] = None,
+        idempotency_key: Annotated[
+            str | None, Field(description="send: the same key never posts twice", min_length=1, max_length=200)
+        ] = None,
+    ) -> dict[str, Any]:
+        """Check the agent's inbox for messages addressed to it, or send a message as the agent.
+
+        check returns {new_mentions, context, context_metadata}: the new messages to answer, oldest first.
+        send returns {message_id, timestamp, mentions, thread_id, chat_id}."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            if action == "send":
+                message = service.send(world_id, agent_id, content or "", chat_id, parent_id, idempotency_key)
+                # A post wakes the waiting checks of the agents it is for (see inbox.py).
+                notifier.notify(message.world_id, message)
+                return {
+                    "message_id": message.id,
+                    "timestamp": message.created_at.isoformat(),
+                    "mentions": list(message.mentions),
+                    "thread_id": message.metadata.get("thread_id", message.id),
+                    "chat_id": message.chat_id,
+                }
+
+            def check(only_with_mentions: bool) -> CheckResult:
+                return service.check(
+                    world_id,
+                    agent_id,
+                    limit=limit,
+                    mark_read=mark_read,
+                    include_context=include_context,
+                    context_limit=context_limit,
+                    session=session,
+                    chat_id=chat_id,
+                    refresh=refresh,
+                    context_only_with_mentions=only_with_mentions,
+                )
+
+            if not wait:
+                result: CheckResult | None = check(False)
+            else:
+                # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
+                with _ticking(notifier, world_id, poll_interval):
+                    result = await wait_for_mentions(notifier, world_id, agent_id, lambda: check(True), timeout)
+            return (result or CheckResult(chat_id=chat_id)).to_dict()
+
+    @server.tool(name="context")
+    async def context(
+        ctx: ToolContext,
+        world: World = None,
+        agent: Agent = None,
+        chat_id: ChatId = None,
+        max_tokens: Annotated[
+            int | None, Field(description="Token budget (default: the model's window minus a reply reserve)", ge=1)
+        ] = None,
+        history_limit: Annotated[
+            int | None, Field(description="Messages of history (default: the agent's setting)", ge=0, le=10_000)
+        ] = None,
+        message_id: Annotated[
+            int | None, Field(description="The message being answered; the incoming part ends with it", ge=1)
+        ] = None,
+        channel: Annotated[
+            Literal["chat", "call", "sms", "email"] | None, Field(description="Channel guidelines to add")
+        ] = None,
+        format: Annotated[Literal["openai", "anthropic"], Field(description="Message format")] = "openai",
+    ) -> dict[str, Any]:
+        """The context for the agent's next model call in a chat, with a report of what was left out and why.
+
+        Returns {messages, report}, plus {system} for the anthropic format."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            built = service.build_context(
+                world_id,
+                agent_id,
+                chat_id,
+                max_tokens=max_tokens,
+                history_limit=history_limit,
+                message_id=message_id,
+                channel=channel,
+            )
+            report = built.report.to_dict()
+            if format == "anthropic":
+                out = built.anthropic()
+                return {"system": out["system"], "messages": out["messages"], "report": report}
+            return {"messages": built.openai(), "report": report}
+
+    Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
+
+    @server.tool(name="remember")
+    async def remember(
+        ctx: ToolContext,
+        key: Key,
+        value: Annotated[Any, Field(description="Any JSON value")],
+        ttl: Annotated[float | None, Field(description="Seconds until it expires (default: never)", gt=0)] = None,
+        world: World = None,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Keep a value under a key in the agent's private memory (replaces what was there)."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            return service.remember(world_id, agent_id, key, value, ttl).to_dict()
+
+    @server.tool(name="recall")
+    async def recall_value(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
+        """The value the agent keeps under a key; an error when it was never set, forgotten or expired."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            return service.recall_memory(world_id, agent_id, key).to_dict()
+
+    @server.tool(name="forget")
+    async def forget(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
+        """Remove the agent's value under a key; {forgotten: false} when there was none."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            return {"forgotten": service.forget(world_id, agent_id, key)}
+
+    return server
+
+
+@contextmanager
+def _ticking(notifier: Notifier, world_id: str, interval: float | None) -> Iterator[None]:
+    """Wake the world's waiters every `interval` seconds while the block runs (None: never)."""
+    if interval is None:
+        yield
+        return
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            notifier.notify(world_id)
+
+    task = asyncio.create_task(tick())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class _RequireKey:
+    """ASGI wrapper: with API keys configured, /mcp answers 401 before any MCP session starts.
+
+    Clients then learn at connect time that their key is missing or wrong (as with REST);
+    each tool still checks the key again for its tenant and agent.
+    """
+
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.keys.enabled:
+            try:
+                self.keys.principal(Headers(scope=scope).get("authorization"))
+            except AuthError as exc:
+                body = {"error": {"type": "unauthorized", "message": str(exc)}}
+                response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(app: FastAPI) -> MCPServer[Any]:
+    """Serve the MCP tools at exactly `/mcp` of an app made by `create_app`, on its service and keys."""
+    state: ServerState = app.state.recall
+    server = build_mcp_server(state.service, state.notifier, keys=state.keys, limiter=state.limiter)
+    asgi = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        # The SDK's DNS-rebinding check only admits Host 127.0.0.1/localhost, which would refuse
+        # every deployment behind a real host name; the API keys guard this endpoint instead, as
+        # they guard /v1 (and `check_exposure` refuses an open server beyond loopback).
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    # A route for the one path rather than a mount at "/": a catch-all mount would answer every
+    # unknown path and wrong method of the REST API with its own plain 404.
+    app.router.routes.append(Route("/mcp", endpoint=_RequireKey(asgi, state.keys)))
+    # Starlette does not run a routed sub-app's lifespan; create_app's lifespan runs these.
+    hooks: list[Callable[[], AbstractAsyncContextManager[Any]]] = getattr(app.state, "lifespans", None) or []
+    hooks.append(server.session_manager.run)
+    app.state.lifespans = hooks
+    return server
+
+
+async def run_stdio(service: RecallService, world: str | None = None, agent: str | None = None) -> None:
+    """Serve the tools over stdin/stdout until the client closes them."""
+    # The process's own notifier: the session runs calls concurrently, so a `send` wakes a
+    # waiting check at once. Posts by other processes (the CLI, a server on the same file)
+    # never pass it, so a waiting check also looks at the store every second.
+    server = build_mcp_server(service, Notifier(), world=world, agent=agent, poll_interval=STDIO_POLL_SECONDS)
+    await server.run_stdio_async()

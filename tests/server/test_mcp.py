@@ -1,0 +1,309 @@
+"""MCP tools through the official `mcp` client: over stdio (`recall mcp`) and streamable HTTP at /mcp."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from recall import Recall
+from recall.server.access import RateLimiter
+from recall.server.app import ServerState, create_app
+from recall.server.config import ApiKey, ServerConfig
+from recall.server.inbox import Notifier
+from recall.server.mcp import build_mcp_server, mount_mcp
+from recall.settings import Settings
+from tests.server.conftest import free_port
+
+RECALL = str(Path(sys.executable).with_name("recall"))
+TOOLS = {"messages", "context", "remember", "recall", "forget"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def make_world(mem: Recall) -> None:
+    world = mem.world("w", create=True)
+    world.add_agent("agent-a", system_prompt="You are A.")
+    world.add_agent("agent-b", system_prompt="You are B.")
+    world.add_human("maria")
+
+
+def text(result: CallToolResult) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+# -- stdio -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_stdio_tools(tmp_path: Path) -> None:
+    db = tmp_path / "recall.db"
+    with Recall(db, Settings()) as mem:
+        make_world(mem)
+        first = mem.world("w").post("maria", "@agent-a where is my invoice?")
+
+    params = StdioServerParameters(command=RECALL, args=["--db", str(db), "mcp", "--world", "w", "--agent", "agent-a"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        assert "default 'w'" in json.dumps(tools["messages"].input_schema)
+
+        checked = ok(await session.call_tool("messages", {"action": "check", "mark_read": True}))
+        assert [m["id"] for m in checked["new_mentions"]] == [first.id]
+
+        sent = ok(
+            await session.call_tool(
+                "messages", {"action": "send", "content": "@maria on its way", "parent_id": first.id}
+            )
+        )
+        assert sent["mentions"] == ["maria"] and sent["thread_id"] == first.id
+
+        ctx = ok(await session.call_tool("context", {"agent": "agent-a"}))
+        assert ctx["messages"][0] == {"role": "system", "content": "You are A."}
+        assert {"role": "user", "content": "@agent-a where is my invoice?", "name": "maria"} in ctx["messages"]
+        assert "report" in ctx
+        anthropic = ok(await session.call_tool("context", {"format": "anthropic"}))
+        assert anthropic["system"] == "You are A."
+
+        item = ok(await session.call_tool("remember", {"key": "k", "value": {"n": [1, 2]}, "ttl": 60}))
+        assert item["value"] == {"n": [1, 2]} and item["expires_at"] is not None
+        assert ok(await session.call_tool("recall", {"key": "k"}))["value"] == {"n": [1, 2]}
+        assert ok(await session.call_tool("forget", {"key": "k"})) == {"forgotten": True}
+        gone = await session.call_tool("recall", {"key": "k"})
+        assert gone.is_error and "no memory under 'k'" in text(gone)
+
+        # Invalid calls come back as tool errors that say what was wrong; the server lives on.
+        bad = await session.call_tool("messages", {"action": "check", "limit": 0})
+        assert bad.is_error and "limit" in text(bad)
+        unknown = await session.call_tool("messages", {"action": "check", "agent": "nobody"})
+        assert unknown.is_error and "unknown agent 'nobody' in world 'w'" in text(unknown)
+        empty = await session.call_tool("messages", {"action": "send"})
+        assert empty.is_error and "content: must be non-empty text" in text(empty)
+
+        # A waiting check over stdio also sees posts by other processes (it looks every second).
+        results: list[CallToolResult] = []
+        async with anyio.create_task_group() as tg:
+
+            async def waiter() -> None:
+                args = {"action": "check", "wait": True, "timeout": 20}
+                results.append(await session.call_tool("messages", args))
+
+            tg.start_soon(waiter)
+            await anyio.sleep(0.2)
+            started = time.monotonic()
+            with Recall(db, Settings()) as other:
+                other.world("w").post("maria", "@agent-a still there?")
+        assert time.monotonic() - started < 5
+        assert [m["content"] for m in ok(results[0])["new_mentions"]] == ["@agent-a still there?"]
+
+    with Recall(db, Settings()) as mem:
+        stored = [m for m in mem.world("w").messages() if m.sender == "agent-a"]
+        assert stored[-1].id == sent["message_id"]
+        assert (stored[-1].sender, stored[-1].content) == ("agent-a", "@maria on its way")
+
+
+def test_stdio_refuses_an_unknown_default_agent(tmp_path: Path) -> None:
+    import subprocess
+
+    db = tmp_path / "recall.db"
+    with Recall(db, Settings()) as mem:
+        make_world(mem)
+    done = subprocess.run(
+        [RECALL, "--db", str(db), "mcp", "--world", "w", "--agent", "nobody"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "unknown agent 'nobody'" in done.stderr
+
+
+@pytest.mark.anyio
+async def test_rate_limit_and_defaults_in_process(tmp_path: Path) -> None:
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        server = build_mcp_server(mem.service, Notifier(), limiter=RateLimiter(2), world="w")
+        async with Client(server) as client:
+            missing = await client.call_tool("recall", {"key": "k"})
+            assert missing.is_error and "agent: name the agent" in text(missing)
+            assert not (await client.call_tool("forget", {"key": "k", "agent": "agent-a"})).is_error
+            assert not (await client.call_tool("forget", {"key": "k", "agent": "agent-a"})).is_error
+            limited = await client.call_tool("forget", {"key": "k", "agent": "agent-a"})
+            assert limited.is_error and "rate limit reached" in text(limited)
+
+
+# -- streamable HTTP ---------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    url: str
+    app: FastAPI
+
+    @property
+    def state(self) -> ServerState:
+        state: ServerState = self.app.state.recall
+        return state
+
+
+@asynccontextmanager
+async def mcp_session(url: str, key: str | None = None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10, read=60)) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def serve(tmp_path: Path, config: ServerConfig) -> Iterator[Served]:
+    with Recall(tmp_path / "server.db", Settings()) as mem:
+        app = create_app(mem.service, config)
+        mount_mcp(app)
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert time.monotonic() < deadline, "the test server did not start"
+            time.sleep(0.01)
+        try:
+            yield Served(f"http://127.0.0.1:{port}", app)
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> Iterator[Served]:
+    for served in serve(tmp_path, ServerConfig(rate_limit=0)):
+        make_world(Recall(served.state.service.store))
+        yield served
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[Served]:
+    keys = (ApiKey("k-a", "acme", "agent-a"), ApiKey("k-admin", "acme"), ApiKey("k-globex", "globex"))
+    for served in serve(tmp_path, ServerConfig(keys=keys, rate_limit=0)):
+        with httpx.Client(base_url=served.url, headers={"Authorization": "Bearer k-admin"}) as c:
+            c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
+            for agent in ("agent-a", "agent-b"):
+                c.post("/v1/worlds/w/agents", json={"id": agent}).raise_for_status()
+            c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+        yield served
+
+
+@pytest.mark.anyio
+async def test_http_waiting_check_wakes_on_a_rest_post(open_server: Served) -> None:
+    results: list[CallToolResult] = []
+    async with mcp_session(open_server.url) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+        args = {"action": "check", "world": "w", "agent": "agent-b", "wait": True, "timeout": 20}
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+
+            async def waiter() -> None:
+                results.append(await session.call_tool("messages", args))
+
+            tg.start_soon(waiter)
+            with anyio.fail_after(5):
+                while open_server.state.notifier.waiting() == 0:
+                    await anyio.sleep(0.01)
+            async with httpx.AsyncClient(base_url=open_server.url) as http:
+                posted = await http.post("/v1/worlds/w/messages", json={"sender": "maria", "content": "@agent-b hi"})
+                assert posted.status_code == 201, posted.text
+    assert time.monotonic() - started < 10
+    assert [m["content"] for m in ok(results[0])["new_mentions"]] == ["@agent-b hi"]
+
+
+@pytest.mark.anyio
+async def test_http_send_wakes_another_agents_check(open_server: Served) -> None:
+    results: list[CallToolResult] = []
+    async with (
+        mcp_session(open_server.url) as a,
+        mcp_session(open_server.url) as b,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def waiter() -> None:
+            args = {"action": "check", "world": "w", "agent": "agent-b", "wait": True, "timeout": 20}
+            results.append(await b.call_tool("messages", args))
+
+        tg.start_soon(waiter)
+        with anyio.fail_after(5):
+            while open_server.state.notifier.waiting() == 0:
+                await anyio.sleep(0.01)
+        args = {"action": "send", "world": "w", "agent": "agent-a", "content": "@agent-b your turn"}
+        ok(await a.call_tool("messages", args))
+    assert [m["sender"] for m in ok(results[0])["new_mentions"]] == ["agent-a"]
+
+
+def test_http_routes_stay_rest_shaped(open_server: Served) -> None:
+    # /mcp is one route, not a catch-all: unknown REST paths keep recall's JSON errors.
+    with httpx.Client(base_url=open_server.url) as c:
+        missing = c.get("/v1/nope")
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+        assert c.get("/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.anyio
+async def test_http_requires_keys_like_rest(secured: Served) -> None:
+    async with httpx.AsyncClient(base_url=secured.url) as http:
+        refused = await http.post("/mcp", json={}, headers={"Accept": "application/json, text/event-stream"})
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == "Bearer"
+        assert refused.json()["error"]["message"].startswith("missing API key")
+        wrong = await http.post("/mcp", json={}, headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.json()["error"]["message"] == "unknown API key"
+    # The official client fails at connect, before any session exists.
+    with pytest.raises(BaseExceptionGroup) as failed:
+        async with mcp_session(secured.url):
+            pass
+    assert failed.group_contains(MCPError)
+
+    async with mcp_session(secured.url, "k-a") as session:
+        mine = await session.call_tool("remember", {"world": "w", "agent": "agent-a", "key": "k", "value": 1})
+        assert ok(mine)["value"] == 1
+        other = await session.call_tool("remember", {"world": "w", "agent": "agent-b", "key": "k", "value": 1})
+        assert other.is_error and "acts only as agent 'agent-a', not 'agent-b'" in text(other)
+
+    async with mcp_session(secured.url, "k-globex") as session:
+        foreign = await session.call_tool("context", {"world": "w", "agent": "agent-a"})
+        assert foreign.is_error and "unknown world 'w'" in text(foreign)
+
+    async with mcp_session(secured.url, "k-admin") as session:
+        # A tenant key may act as any agent of its tenant's worlds.
+        ctx = ok(await session.call_tool("context", {"world": "w", "agent": "agent-b"}))
+        assert ctx["report"]["total_tokens"] >= 0
