@@ -704,3 +704,16 @@ def test_chats_are_listed_in_order_of_their_first_message(world: World) -> None:
         ]
     )
     assert world.chats() == [("c1", 2), ("c2", 1)]
+
+
+def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: Path) -> None:
+    """Cached rosters are dropped when another connection writes (SQLite's data_version)."""
+    with Recall(db_path) as first, Recall(db_path) as second:
+        world = first.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("agent-a")
+        world.post("maria", "before")  # fills first's caches
+        second.world("w").add_agent("late")
+        message = world.post("maria", "after")
+        assert first.service.recipients(message) == ("agent-a", "late")
+        assert [m.content for m in second.world("w").agent("late").inbox()] == ["after"]

@@ -162,10 +162,12 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
 
 
 class Roster:
-    """A world's participants, indexed the ways routing needs (built once per batch)."""
+    """A world's participants, indexed the ways routing needs (cached between writes)."""
 
     def __init__(self, people: Sequence[ParticipantRecord]) -> None:
+        self.people = list(people)
         self.by_key = {p.id.lower(): p for p in people}
+        self.profiles = {k: profile_from_record(p) for k, p in self.by_key.items() if p.kind == "agent"}
         self.humans = {k for k, p in self.by_key.items() if p.kind == "human"}
         self.agents = [p.id for p in people if p.kind == "agent"]
         self.agent_keys = {a.lower() for a in self.agents}
@@ -197,6 +199,18 @@ class RecallService:
     def __init__(self, store: Store, settings: Settings | None = None) -> None:
         self.store = store
         self.settings = settings or Settings()
+        # Worlds and their participants are read on every call but change rarely: they are
+        # cached, dropped on our own writes and whenever the store says another process wrote.
+        self._worlds: dict[str, WorldRecord] = {}
+        self._rosters: dict[str, Roster] = {}
+        self._store_version: int | None = None
+
+    def _drop_stale_caches(self) -> None:
+        version = self.store.change_version()
+        if version != self._store_version:
+            self._worlds.clear()
+            self._rosters.clear()
+            self._store_version = version
 
     # -- worlds ---------------------------------------------------------------------------
 
@@ -213,10 +227,24 @@ class RecallService:
         return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
 
     def get_world(self, world_id: str) -> WorldRecord:
-        world = self.store.get_world(world_id) if isinstance(world_id, str) else None
-        if world is None:
+        if not isinstance(world_id, str):
             raise UnknownWorldError(str(world_id))
+        self._drop_stale_caches()
+        world = self._worlds.get(world_id.lower())
+        if world is None:
+            world = self.store.get_world(world_id)
+            if world is None:
+                raise UnknownWorldError(world_id)
+            self._worlds[world_id.lower()] = world
         return world
+
+    def roster(self, world_id: str) -> Roster:
+        """The world's participants (a cached read)."""
+        world = self.get_world(world_id)
+        roster = self._rosters.get(world.id.lower())
+        if roster is None:
+            roster = self._rosters[world.id.lower()] = Roster(self.store.list_participants(world.id))
+        return roster
 
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
         """Every world, or only those of one tenant."""
@@ -237,6 +265,7 @@ class RecallService:
         if existing is not None:
             raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
         record = ParticipantRecord(world.id, participant_id, kind, datetime.now(UTC), profile)
+        self._rosters.pop(world.id.lower(), None)
         return self.store.add_participant(record)
 
     def add_agent(self, world_id: str, agent_id: str, **settings: Any) -> AgentProfile:
@@ -249,10 +278,10 @@ class RecallService:
 
     def get_agent(self, world_id: str, agent_id: str) -> AgentProfile:
         world = self.get_world(world_id)
-        record = self.store.get_participant(world.id, agent_id) if isinstance(agent_id, str) else None
-        if record is None or record.kind != "agent":
+        profile = self.roster(world.id).profiles.get(agent_id.lower()) if isinstance(agent_id, str) else None
+        if profile is None:
             raise UnknownParticipantError(world.id, str(agent_id), "agent")
-        return profile_from_record(record)
+        return profile
 
     def _agent_in(self, world_id: str, agent_id: str) -> tuple[str, str]:
         """The stored (world id, agent id) for what a caller typed, in any case."""
@@ -260,7 +289,13 @@ class RecallService:
         return world.id, self.get_agent(world.id, agent_id).id
 
     def participants(self, world_id: str) -> list[ParticipantRecord]:
-        return self.store.list_participants(self.get_world(world_id).id)
+        return list(self.roster(world_id).people)
+
+    def recipients(self, message: Message) -> tuple[str, ...]:
+        """The agents a stored message was delivered to: every agent of its world but its author."""
+        roster = self.roster(message.world_id)
+        author = roster.by_key.get(message.sender.lower())
+        return roster.recipients(author.id if author is not None and author.kind == "agent" else None)
 
     # -- posting --------------------------------------------------------------------------
 
@@ -324,7 +359,7 @@ class RecallService:
     def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
         world = self.get_world(world_id)
-        roster = Roster(self.store.list_participants(world.id))
+        roster = self.roster(world.id)
         batch = [self._route(world, roster, r) for r in requests]
         return self.store.append_messages(world.id, batch)
 
@@ -339,7 +374,7 @@ class RecallService:
         are stored in transactions of `batch_size`, reporting each batch to `progress`."""
         world = self.get_world(world_id)
         _check_int("batch_size", batch_size, 1)
-        roster = Roster(self.store.list_participants(world.id))
+        roster = self.roster(world.id)
         routed = [self._route(world, roster, r) for r in requests]
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):

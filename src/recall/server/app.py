@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recall import __version__
 from recall.core.inbox import CheckResult
-from recall.core.models import Message, SenderType
+from recall.core.models import Message
 from recall.errors import (
     BudgetExceededError,
     ConflictError,
@@ -156,13 +156,11 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return record.id, profile.id
 
     def posted(message: Message) -> dict[str, Any]:
-        author = message.sender if message.sender_type is SenderType.AGENT else None
         state.notifier.notify(message.world_id, message)
+        delivered = service.recipients(message)
         state.metrics.messages_posted += 1
-        agents = [p.id for p in service.participants(message.world_id) if p.kind == "agent"]
-        delivered = [a for a in agents if author is None or a.lower() != author.lower()]
         state.metrics.deliveries += len(delivered)
-        return {**message.to_dict(), "delivered_to": delivered}
+        return {**message.to_dict(), "delivered_to": list(delivered)}
 
     # -- health and metrics -------------------------------------------------------------------
 

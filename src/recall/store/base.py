@@ -134,4 +134,9 @@ class Store(Protocol):
         self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
     ) -> None: ...
 
+    def change_version(self) -> int:
+        """A number that changes whenever another process commits a write to the store, so
+        that caches of rarely changing rows (worlds, participants) know when to re-read."""
+        ...
+
     def close(self) -> None: ...

@@ -152,6 +152,10 @@ class SQLiteStore:
                         (version, datetime.now(UTC).timestamp()),
                     )
 
+    def change_version(self) -> int:
+        # SQLite bumps data_version when another connection commits; our own commits do not.
+        return int(self._read("PRAGMA data_version")[0][0])
+
     def schema_version(self) -> int:
         return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
 
