@@ -358,10 +358,15 @@ class RecallService:
 
     def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
+        world, batch = self.prepare_posts(world_id, requests)
+        return self.store.append_messages(world, batch)
+
+    def prepare_posts(self, world_id: str, requests: Sequence[PostRequest]) -> tuple[str, list[NewMessage]]:
+        """Validate and route posts without storing them: the stored world id and the batch,
+        ready for `store.append_messages` (a server groups batches into one transaction)."""
         world = self.get_world(world_id)
         roster = self.roster(world.id)
-        batch = [self._route(world, roster, r) for r in requests]
-        return self.store.append_messages(world.id, batch)
+        return world.id, [self._route(world, roster, r) for r in requests]
 
     def import_messages(
         self,

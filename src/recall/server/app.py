@@ -33,6 +33,7 @@ from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, 
 from recall.server.config import ServerConfig
 from recall.server.inbox import Notifier, wait_for_mentions
 from recall.server.metrics import Metrics
+from recall.server.writer import PostWriter
 from recall.service import PostRequest, RecallService
 from recall.store.base import WorldRecord
 
@@ -45,6 +46,7 @@ class ServerState:
     config: ServerConfig
     keys: KeyRing
     limiter: RateLimiter
+    writer: PostWriter
     notifier: Notifier = field(default_factory=Notifier)
     metrics: Metrics = field(default_factory=Metrics)
 
@@ -125,7 +127,7 @@ Caller = Annotated[Principal, Depends(_principal)]
 
 def create_app(service: RecallService, config: ServerConfig | None = None) -> FastAPI:
     config = config or ServerConfig()
-    state = ServerState(service, config, KeyRing(config.keys), RateLimiter(config.rate_limit))
+    state = ServerState(service, config, KeyRing(config.keys), RateLimiter(config.rate_limit), PostWriter(service))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -236,7 +238,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             body.idempotency_key,
             body.metadata,
         )
-        return posted(service.post(record.id, request))
+        return posted(await state.writer.post(record.id, request))
 
     @app.get("/v1/worlds/{world}/messages", tags=["messages"], summary="A chat's messages, oldest first")
     async def list_messages(
@@ -307,7 +309,8 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     @app.post("/v1/worlds/{world}/agents/{agent}/send", status_code=201, tags=["agents"], summary="Post as the agent")
     async def send(world: str, agent: str, body: schemas.SendIn, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
-        message = service.send(world_id, agent_id, body.content, body.chat_id, body.parent_id, body.idempotency_key)
+        request = PostRequest(agent_id, body.content, body.chat_id, None, body.parent_id, None, body.idempotency_key)
+        message = await state.writer.post(world_id, request)
         out = posted(message)
         return {
             "message_id": message.id,
