@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,11 +108,14 @@ class SQLiteStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._keys: dict[tuple[str, str], int] = {}
+        self._world_keys: dict[str, dict[str, int]] = {}
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.execute("PRAGMA busy_timeout = 5000")
+        # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
+        self._db.execute("PRAGMA wal_autocheckpoint = 8000")
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------
@@ -211,10 +214,14 @@ class SQLiteStore:
         )
         return [self._participant(r) for r in rows]
 
-    def _agent_keys(self, db: Any, world_id: str) -> dict[str, int]:
-        """The world's agents' keys by lowercased id."""
-        rows = db.execute("SELECT id, key FROM participants WHERE world_id = ? AND kind = 'agent'", (world_id,))
-        return {str(r[0]).lower(): int(r[1]) for r in rows}
+    def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
+        """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`
+        is missing (added since, perhaps by another process)."""
+        keys = self._world_keys.get(world_id.lower())
+        if keys is None or any(a.lower() not in keys for a in agents):
+            rows = db.execute("SELECT id, key FROM participants WHERE world_id = ? AND kind = 'agent'", (world_id,))
+            keys = self._world_keys[world_id.lower()] = {str(r[0]).lower(): int(r[1]) for r in rows}
+        return keys
 
     def _agent_key(self, world_id: str, agent_id: str) -> int | None:
         """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
@@ -262,7 +269,8 @@ class SQLiteStore:
         resets: set[str] = set()
         chats: dict[str, datetime] = {}
         with self._write() as db:
-            keys = self._agent_keys(db, world_id)
+            groups = {new.recipients for new in batch} | {(new.author_agent,) for new in batch if new.author_agent}
+            keys = self._agent_keys(db, world_id, {agent for group in groups for agent in group})
             by_key = self._stored_by_idempotency_key(db, world_id, batch)
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
             next_id = int(seq[0]) if seq else 0
@@ -311,12 +319,28 @@ class SQLiteStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            group_keys: dict[tuple[str, ...], str] = {}
+
+            def keys_of(agents: tuple[str, ...]) -> str:
+                if agents not in group_keys:
+                    group_keys[agents] = json.dumps([_recipient_key(keys, agent) for agent in agents])
+                return group_keys[agents]
+
             for (agents, own), ids in fanout.items():
                 db.execute(
                     "INSERT INTO deliveries (agent_key, message_id, own)"
                     " SELECT a.value, m.value, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
-                    (own, json.dumps(ids), json.dumps([_recipient_key(keys, agent) for agent in agents])),
+                    (own, json.dumps(ids), keys_of(agents)),
                 )
+            counts: Counter[tuple[int, str]] = Counter()
+            for (agents, chat), n in per_chat.items():
+                for key in json.loads(keys_of(agents)):
+                    counts[(key, chat)] += n
+            db.executemany(
+                "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (?, ?, ?)"
+                " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
+                [(key, chat, n) for (key, chat), n in counts.items()],
+            )
             db.executemany(
                 "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
                 [(world_id, agent) for agent in sorted(resets)],
@@ -324,15 +348,6 @@ class SQLiteStore:
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, _ts(at)) for chat, at in chats.items()],
-            )
-            counts: Counter[tuple[int, str]] = Counter()
-            for (agents, chat), n in per_chat.items():
-                for agent in agents:
-                    counts[(_recipient_key(keys, agent), chat)] += n
-            db.executemany(
-                "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (?, ?, ?)"
-                " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
-                [(key, chat, n) for (key, chat), n in counts.items()],
             )
         return stored
 
