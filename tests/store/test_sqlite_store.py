@@ -602,3 +602,25 @@ def test_crash_loses_nothing_committed(tmp_path: Path, how: str) -> None:
         assert count(path, "deliveries") == 2 * n
     finally:
         store.close()
+
+
+def test_unread_inbox_stays_exact_whatever_the_order_of_acks(store: SQLiteStore) -> None:
+    """The inbox starts its scan at a low-water mark; acks in any order never hide an unread one."""
+    import random
+
+    rng = random.Random(3)
+    ids = [m.id for m in store.append_messages("w", [human(f"m{i}") for i in range(150)])]
+    own = store.append_messages("w", [by_agent("agent-a", "mine")])[0].id
+    unread = set(ids)
+    stuck = ids[7]  # never acknowledged
+    for _ in range(40):
+        chosen = rng.sample(sorted(unread - {stuck}), k=min(len(unread) - 1, rng.randint(1, 9)))
+        store.mark_read("w", "agent-a", chosen, T0)
+        unread -= set(chosen)
+        assert [m.id for m, _ in store.inbox("w", "agent-a", limit=1000)] == sorted(unread)
+        assert [m.id for m, _ in store.inbox("w", "agent-a", limit=3, after=stuck)] == sorted(
+            u for u in unread if u > stuck
+        )[:3]
+    later = store.append_messages("w", [human("later")])[0].id
+    assert [m.id for m, _ in store.inbox("w", "agent-a", limit=1000)] == [*sorted(unread), later]
+    assert own not in {m.id for m, _ in store.inbox("w", "agent-a", unread_only=False, limit=1000)}

@@ -425,11 +425,11 @@ class SQLiteStore:
             return []
         if unread_only:
             sql = (
-                f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d INDEXED BY deliveries_unread"
-                " JOIN messages m ON m.id = d.message_id"
+                f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
                 " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
                 " ORDER BY d.message_id LIMIT ?"
             )
+            after = max(after, self._inbox_low(key) - 1)
         else:
             sql = (
                 f"SELECT {_MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
@@ -449,7 +449,31 @@ class SQLiteStore:
                 " AND read_at IS NULL",
                 [(_ts(at), key, int(i)) for i in message_ids],
             )
-            return int(cursor.rowcount)
+            marked = int(cursor.rowcount)
+            if marked:
+                # Raise the low-water mark to the first unread delivery: the scan passes only the
+                # read rows below it, each once over the agent's life.
+                low = db.execute("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,)).fetchone()
+                row = db.execute(
+                    "SELECT message_id FROM deliveries WHERE agent_key = ? AND message_id >= ? AND own = 0"
+                    " AND read_at IS NULL ORDER BY message_id LIMIT 1",
+                    (key, low[0] if low else 0),
+                ).fetchone()
+                if row is None:
+                    row = db.execute(
+                        "SELECT COALESCE(MAX(message_id), 0) + 1 FROM deliveries WHERE agent_key = ?", (key,)
+                    ).fetchone()
+                db.execute(
+                    "INSERT INTO inbox_marks (agent_key, low) VALUES (?, ?)"
+                    " ON CONFLICT (agent_key) DO UPDATE SET low = excluded.low",
+                    (key, int(row[0])),
+                )
+            return marked
+
+    def _inbox_low(self, key: int) -> int:
+        """Every delivery to the agent below this message id is read."""
+        rows = self._read("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,))
+        return int(rows[0][0]) if rows else 0
 
     # -- turn counters --------------------------------------------------------------------
 

@@ -107,6 +107,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        3,
+        """
+        -- The unread index doubled the pages a post to many agents writes. Instead each agent
+        -- keeps a low-water mark: every delivery below it is read, so the unread scan starts
+        -- there on the primary key.
+        DROP INDEX deliveries_unread;
+        CREATE TABLE inbox_marks (
+            agent_key   INTEGER PRIMARY KEY,
+            low         INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
