@@ -224,7 +224,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     # -- messages -------------------------------------------------------------------------------
 
     @app.post("/v1/worlds/{world}/messages", status_code=201, tags=["messages"], summary="Post a message")
-    async def post_message(world: str, body: schemas.MessageIn, who: Caller) -> dict[str, Any]:
+    async def post_message(world: str, body: schemas.MessageIn, who: Caller) -> JSONResponse:
         record = world_of(world, who)
         if who.agent is not None:
             who.require_agent(body.sender)
@@ -238,7 +238,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             body.idempotency_key,
             body.metadata,
         )
-        return posted(await state.writer.post(record.id, request))
+        return JSONResponse(posted(await state.writer.post(record.id, request)), status_code=201)
 
     @app.get("/v1/worlds/{world}/messages", tags=["messages"], summary="A chat's messages, oldest first")
     async def list_messages(
@@ -273,7 +273,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         session: Annotated[str, Query(min_length=1, max_length=200)] = "default",
         chat_id: Annotated[str | None, Query(max_length=64)] = None,
         refresh: Annotated[bool, Query(description="send the whole context again")] = False,
-    ) -> dict[str, Any]:
+    ) -> JSONResponse:
         world_id, agent_id = agent_of(world, agent, who)
 
         def check(only_with_mentions: bool) -> CheckResult:
@@ -299,7 +299,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             )
         result = result or CheckResult(chat_id=chat_id)
         state.metrics.observe_check(result)
-        return result.to_dict()
+        return JSONResponse(result.to_dict())
 
     @app.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", tags=["agents"], summary="Mark messages read")
     async def ack(world: str, agent: str, body: schemas.AckIn, who: Caller) -> dict[str, int]:
