@@ -109,6 +109,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._keys: dict[tuple[str, str], int] = {}
         self._world_keys: dict[str, dict[str, int]] = {}
+        self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
@@ -223,6 +224,15 @@ class SQLiteStore:
             keys = self._world_keys[world_id.lower()] = {str(r[0]).lower(): int(r[1]) for r in rows}
         return keys
 
+    def _group_keys(self, db: Any, world_id: str, agents: tuple[str, ...]) -> str:
+        """The keys of a recipient list as a JSON array, cached: posts reuse a few lists."""
+        cache_key = (world_id.lower(), agents)
+        found = self._groups.get(cache_key)
+        if found is None:
+            keys = self._agent_keys(db, world_id, agents)
+            found = self._groups[cache_key] = json.dumps([_recipient_key(keys, agent) for agent in agents])
+        return found
+
     def _agent_key(self, world_id: str, agent_id: str) -> int | None:
         """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
         cache_key = (world_id.lower(), agent_id.lower())
@@ -269,8 +279,6 @@ class SQLiteStore:
         resets: set[str] = set()
         chats: dict[str, datetime] = {}
         with self._write() as db:
-            groups = {new.recipients for new in batch} | {(new.author_agent,) for new in batch if new.author_agent}
-            keys = self._agent_keys(db, world_id, {agent for group in groups for agent in group})
             by_key = self._stored_by_idempotency_key(db, world_id, batch)
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
             next_id = int(seq[0]) if seq else 0
@@ -319,12 +327,9 @@ class SQLiteStore:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            group_keys: dict[tuple[str, ...], str] = {}
 
             def keys_of(agents: tuple[str, ...]) -> str:
-                if agents not in group_keys:
-                    group_keys[agents] = json.dumps([_recipient_key(keys, agent) for agent in agents])
-                return group_keys[agents]
+                return self._group_keys(db, world_id, agents)
 
             for (agents, own), ids in fanout.items():
                 db.execute(
@@ -332,15 +337,12 @@ class SQLiteStore:
                     " SELECT a.value, m.value, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
                     (own, json.dumps(ids), keys_of(agents)),
                 )
-            counts: Counter[tuple[int, str]] = Counter()
             for (agents, chat), n in per_chat.items():
-                for key in json.loads(keys_of(agents)):
-                    counts[(key, chat)] += n
-            db.executemany(
-                "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (?, ?, ?)"
-                " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
-                [(key, chat, n) for (key, chat), n in counts.items()],
-            )
+                db.execute(
+                    "INSERT INTO memory_counts (agent_key, chat_id, n) SELECT a.value, ?, ? FROM json_each(?) AS a"
+                    " WHERE true ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
+                    (chat, n, keys_of(agents)),
+                )
             db.executemany(
                 "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
                 [(world_id, agent) for agent in sorted(resets)],
