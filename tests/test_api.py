@@ -717,3 +717,17 @@ def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: Pat
         message = world.post("maria", "after")
         assert first.service.recipients(message) == ("agent-a", "late")
         assert [m.content for m in second.world("w").agent("late").inbox()] == ["after"]
+
+
+@pytest.mark.parametrize("huge", [2**63, 2**70])
+def test_ids_beyond_64_bits_are_invalid_input_not_a_crash(world: World, huge: int) -> None:
+    agent = world.agent("agent-a")
+    with pytest.raises(InvalidInputError) as err:
+        agent.ack([huge])
+    assert err.value.field == "ids"
+    with pytest.raises(InvalidInputError):
+        world.post("maria", "hi", parent=huge)
+    with pytest.raises(InvalidInputError):
+        world.messages(after=huge)
+    with pytest.raises(InvalidInputError):
+        agent.context(message=huge)

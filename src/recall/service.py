@@ -43,6 +43,8 @@ from recall.store.base import ContextSession, MemoryItem, NewMessage, Participan
 ID_PATTERN = re.compile(r"[A-Za-z0-9_]+(?:[-_][A-Za-z0-9_]+)*", re.ASCII)
 MAX_ID_LENGTH = 64
 MAX_HISTORY_LIMIT = 10_000
+#: Message ids fit SQLite's and PostgreSQL's 64-bit integers with room to spare.
+MAX_MESSAGE_ID = 2**62
 IMPORT_BATCH = 1000
 #: Unread deliveries read per page by an inbox check.
 INBOX_PAGE = 200
@@ -314,7 +316,7 @@ class RecallService:
             raise InvalidInputError("metadata", "must be an object")
         metadata = dict(req.metadata or {})
         if req.parent_id is not None:
-            _check_int("parent_id", req.parent_id, 1)
+            _check_int("parent_id", req.parent_id, 1, MAX_MESSAGE_ID)
             parent = self.store.get_message(world.id, req.parent_id)
             if parent is None:
                 raise InvalidInputError("parent_id", f"no message {req.parent_id} in world {world.id!r}")
@@ -400,7 +402,7 @@ class RecallService:
         self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
     ) -> list[Message]:
         world = self.get_world(world_id)
-        _check_int("after", after, 0)
+        _check_int("after", after, 0, MAX_MESSAGE_ID)
         _check_int("limit", limit, 1, 1000)
         return self.store.list_messages(world.id, _check_chat(chat_id), after, limit, any_chat)
 
@@ -418,7 +420,7 @@ class RecallService:
 
     def ack(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> int:
         world, agent = self._agent_in(world_id, agent_id)
-        ids = [_check_int("ids", i, 1) for i in message_ids]
+        ids = [_check_int("ids", i, 1, MAX_MESSAGE_ID) for i in message_ids]
         return self.store.mark_read(world, agent, ids, datetime.now(UTC))
 
     def send(
@@ -640,7 +642,7 @@ class RecallService:
             "history_limit", self.settings.history_limit if depth is None else depth, 0, MAX_HISTORY_LIMIT
         )
         if message_id is not None:
-            _check_int("message_id", message_id, 1)
+            _check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
             self.get_message(world.id, message_id)
 
         counts = self.store.memory_counts(world.id, agent.id)

@@ -39,7 +39,7 @@ def _aim_at_real_names(case: Any) -> None:
 
 
 @schema.parametrize()
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_no_request_makes_a_server_error(case: Any) -> None:
     _aim_at_real_names(case)
     if isinstance(case.query, dict) and case.query.get("wait") not in (None, False, "false"):

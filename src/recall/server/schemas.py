@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,7 +68,7 @@ class ContextIn(Body):
 
 
 class AckIn(Body):
-    ids: list[int] = Field(min_length=1, max_length=1000)
+    ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(min_length=1, max_length=1000)
 
 
 class MemoryIn(Body):

@@ -343,10 +343,13 @@ class SQLiteStore:
                     " WHERE true ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
                     (chat, n, keys_of(agents)),
                 )
-            db.executemany(
-                "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND agent_id = ?",
-                [(world_id, agent) for agent in sorted(resets)],
-            )
+            if resets:
+                # Only counters above zero change: a post to many agents touches few rows.
+                db.execute(
+                    "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND count != 0"
+                    " AND agent_id IN (SELECT value FROM json_each(?))",
+                    (world_id, json.dumps(list(resets))),
+                )
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, _ts(at)) for chat, at in chats.items()],
