@@ -22,10 +22,12 @@ from recall.core.context import Context, ContextBlock, Summarizer
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import Decision
+from recall.core.facts import Fact, NewFact
+from recall.long_term import SEARCH_KINDS, SearchResult
 from recall.service import PostRequest, RecallService
 from recall.settings import Settings
 from recall.store import open_store
-from recall.store.base import ParticipantRecord, Store
+from recall.store.base import Note, ParticipantRecord, Store
 
 DEFAULT_DB = "recall.db"
 
@@ -59,8 +61,16 @@ class Recall:
     def worlds(self) -> list[World]:
         return [World(self.service, w.id) for w in self.service.list_worlds()]
 
+    def scope(self, scope: str) -> Scope:
+        """The facts and sections of a scope: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID'."""
+        return Scope(self.service, self.service.long_term.scope(scope))
+
+    def search(self, space: str, query: str, **options: Any) -> list[SearchResult]:
+        """Search a world (messages, memories, facts) or a user's facts (`user:ID`); see `World.search`."""
+        return self.service.long_term.search(space, query, **options)
+
     def close(self) -> None:
-        self.service.store.close()
+        self.service.close()
 
     def __enter__(self) -> Recall:
         return self
@@ -135,6 +145,53 @@ class World:
     def chats(self) -> list[tuple[str | None, int]]:
         return self.service.store.list_chats(self.id)
 
+    @property
+    def facts(self) -> Scope:
+        """Facts about the whole world (scope `world:ID`)."""
+        return Scope(self.service, self.service.long_term.scope(f"world:{self.id}"))
+
+    def add_memory(
+        self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+    ) -> Note:
+        """A long-term memory shared by every agent of the world (importance 1-10)."""
+        return self.service.long_term.add_note(
+            self.id, content, type=type, importance=importance, chat_id=chat, metadata=metadata
+        )
+
+    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
+        return self.service.long_term.list_notes(self.id, None, min_importance, limit)
+
+    def delete_memory(self, memory: int | Note) -> None:
+        self.service.long_term.delete_note(self.id, memory.id if isinstance(memory, Note) else memory)
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        kinds: Sequence[str] = SEARCH_KINDS,
+        method: str = "hybrid",
+        chat: str | None = None,
+        sender: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_importance: int | None = None,
+    ) -> list[SearchResult]:
+        """Messages, memories and facts of this world ranked for `query` (hybrid: BM25 and
+        embeddings fused), filtered by chat, sender, time range and least importance."""
+        return self.service.long_term.search(
+            self.id,
+            query,
+            k=k,
+            kinds=kinds,
+            method=method,
+            chat_id=chat,
+            sender=sender,
+            since=since,
+            until=until,
+            min_importance=min_importance,
+        )
+
 
 class Agent:
     def __init__(self, service: RecallService, world_id: str, agent_id: str) -> None:
@@ -199,3 +256,77 @@ class Agent:
 
     def act(self, action: obs.Action | Mapping[str, Any]) -> int:
         return self.service.act(self.world_id, self.id, action)
+
+    @property
+    def facts(self) -> Scope:
+        """Facts about this agent (scope `agent:WORLD/AGENT`)."""
+        return Scope(self.service, self.service.long_term.scope(f"agent:{self.world_id}/{self.id}"))
+
+    def add_memory(
+        self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+    ) -> Note:
+        """A long-term memory private to this agent (importance 1-10)."""
+        return self.service.long_term.add_note(
+            self.world_id, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
+        )
+
+    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
+        """The world's shared memories and this agent's own, most important first."""
+        return self.service.long_term.list_notes(self.world_id, self.id, min_importance, limit)
+
+    def search(self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any) -> list[SearchResult]:
+        """Like `World.search`, limited to what this agent may see (no other agent's private memories)."""
+        return self.service.long_term.search(self.world_id, query, k=k, kinds=kinds, agent=self.id, **filters)
+
+
+class Scope:
+    """A scope's facts and summary sections (spec §4)."""
+
+    def __init__(self, service: RecallService, scope: str) -> None:
+        self.service = service
+        self.id = scope
+
+    def __repr__(self) -> str:
+        return f"Scope({self.id!r})"
+
+    def add(
+        self,
+        content: str,
+        *,
+        category: str = "knowledge",
+        confidence: float = 1.0,
+        source: str = "manual",
+        avoid: str | None = None,
+    ) -> Fact:
+        return self.service.long_term.add_facts(self.id, [NewFact(content, category, confidence, source, avoid)])[0]
+
+    def list(self) -> list[Fact]:
+        return self.service.long_term.list_facts(self.id)
+
+    def get(self, fact_id: int) -> Fact:
+        return self.service.long_term.get_fact(self.id, fact_id)
+
+    def update(self, fact_id: int, **changes: Any) -> Fact:
+        """Change some of content, category, confidence, source, avoid."""
+        return self.service.long_term.update_fact(self.id, fact_id, changes)
+
+    def delete(self, fact_id: int) -> None:
+        self.service.long_term.delete_fact(self.id, fact_id)
+
+    def clear(self) -> int:
+        """Delete every fact and section of the scope; returns how many facts went."""
+        return self.service.long_term.clear_facts(self.id)
+
+    @property
+    def sections(self) -> dict[str, str]:
+        return self.service.long_term.sections(self.id)
+
+    def set_sections(self, **sections: str) -> dict[str, str]:
+        """e.g. `set_sections(work_context="…", top_of_mind="…")`; an empty text removes one."""
+        return self.service.long_term.set_sections(self.id, sections)
+
+    def export(self) -> dict[str, Any]:
+        return self.service.long_term.export_facts(self.id)
+
+    def import_facts(self, data: Mapping[str, Any], *, replace: bool = False) -> dict[str, int]:
+        return self.service.long_term.import_facts(self.id, data, replace)

@@ -57,3 +57,13 @@ class BudgetExceededError(RecallError):
             f"max_tokens={budget} is too small: {detail} alone need {needed} tokens; "
             f"raise max_tokens to at least {needed} or shorten them"
         )
+
+
+class UnknownFactError(NotFoundError):
+    def __init__(self, scope: str, fact_id: object) -> None:
+        super().__init__(f"unknown fact {fact_id!r} in scope {scope!r}: list the scope's facts to see their ids")
+
+
+class UnknownNoteError(NotFoundError):
+    def __init__(self, world_id: str, note_id: object) -> None:
+        super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from recall.core import observations as obs
@@ -35,6 +36,7 @@ from recall.errors import (
     UnknownParticipantError,
     UnknownWorldError,
 )
+from recall.long_term import RECENT_SCAN, LongTermMemory
 from recall.settings import Settings
 from recall.store.base import ContextSession, MemoryItem, NewMessage, ParticipantRecord, Store, WorldRecord
 
@@ -206,6 +208,14 @@ class RecallService:
         self._worlds: dict[str, WorldRecord] = {}
         self._rosters: dict[str, Roster] = {}
         self._store_version: int | None = None
+        #: Facts, notes, search and the context blocks built from them.
+        self.long_term = LongTermMemory(
+            store, self.settings, self.get_world, lambda world, agent: self.get_agent(world, agent).id
+        )
+
+    def close(self) -> None:
+        self.long_term.close()
+        self.store.close()
 
     def _drop_stale_caches(self) -> None:
         version = self.store.change_version()
@@ -646,6 +656,9 @@ class RecallService:
             self.get_message(world.id, message_id)
 
         counts = self.store.memory_counts(world.id, agent.id)
+        counter = TokenCounter(encoding_for_model(model))
+        recent = list(islice(self.store.iter_memory(world.id, agent.id, chat), RECENT_SCAN))
+        long_term = self.long_term.context_blocks(world, agent.id, recent, counter)
         request = ContextRequest(
             agent=agent,
             chat_id=chat,
@@ -654,10 +667,10 @@ class RecallService:
             history_limit=depth,
             incoming_limit=max(self.settings.incoming_limit, 1),
             max_tokens=budget,
-            counter=TokenCounter(encoding_for_model(model)),
+            counter=counter,
             chat_memory_total=counts.get(chat, 0),
             other_chat_total=sum(n for c, n in counts.items() if c != chat),
-            blocks=[*blocks, self._observations_block(world.id, agent.id, observation)],
+            blocks=[*long_term, *blocks, self._observations_block(world.id, agent.id, observation)],
             trigger_id=message_id,
             summarizer=summarizer,
             compress_above=self.settings.compress_above,

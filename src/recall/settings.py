@@ -41,6 +41,37 @@ class Settings:
     #: Seconds after which an agent session's context is sent whole again (context once).
     context_session_ttl: int = 600
 
+    # -- facts and the memory block (spec §4)
+    #: Weight of the TF-IDF similarity to the recent conversation in a fact's rank.
+    fact_similarity_weight: float = 0.6
+    #: Weight of the fact's confidence in its rank.
+    fact_confidence_weight: float = 0.4
+    #: Facts kept per scope; above it the lowest-confidence ones go.
+    max_facts: int = 100
+    #: Extracted facts below this confidence are not added.
+    extraction_min_confidence: float = 0.7
+    #: Seconds a scope's extraction waits for more updates before it runs.
+    extraction_debounce: float = 30.0
+
+    # -- long-term memories and search (spec §3)
+    #: Relevant long-term memories shown in a context, and the least importance they need.
+    long_term_limit: int = 5
+    long_term_min_importance: int = 5
+    #: Similar past interactions shown in a context, and the least cosine similarity they need.
+    similar_limit: int = 3
+    similar_min_score: float = 0.8
+    #: Texts embedded per batch by the background indexer.
+    embed_batch: int = 64
+
+    # -- a chat model for extraction and summaries; none configured means both are off
+    #: "openai" (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM) or "anthropic".
+    llm_provider: str = ""
+    llm_model: str = ""
+    #: Endpoint, e.g. http://localhost:11434/v1 for Ollama; empty for the provider's default.
+    llm_base_url: str = ""
+    #: The key itself is read from this environment variable, never stored in settings.
+    llm_api_key_env: str = "RECALL_LLM_API_KEY"
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
@@ -49,7 +80,15 @@ class Settings:
             raw = env.get(f"RECALL_{f.name.upper()}")
             if raw is None:
                 continue
-            if f.type in ("int", int):
+            if f.type in ("float", float):
+                try:
+                    number = float(raw)
+                except ValueError:
+                    number = -1.0
+                if not number >= 0:
+                    raise InvalidInputError(f"RECALL_{f.name.upper()}", f"must be a number ≥ 0, got {raw!r}")
+                overrides[f.name] = number
+            elif f.type in ("int", int):
                 try:
                     value = int(raw)
                 except ValueError:

@@ -22,6 +22,10 @@ SUMMARY_HEADER = "Previous conversation summary:\n"
 SECTIONS = ("system_prompt", "memory", "long_term", "similar", "observations", "summary", "history", "incoming")
 
 
+#: Sections filled from context blocks (system messages between the prompt and the history).
+BLOCK_SECTIONS = ("memory", "long_term", "similar", "observations")
+
+
 class Summarizer(Protocol):
     """Turns older history into a short summary (an LLM, once one is configured)."""
 
@@ -62,13 +66,17 @@ class ReportItem:
     tokens: int = 0
     sender: str | None = None
     chat_id: str | None = None
+    #: Facts, memories and similar messages of a context block: why they ranked where they did.
+    score: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "id": self.id, "included": self.included}
         if self.sender is not None:
             d["sender"] = self.sender
-        if self.kind == "message":
+        if self.kind == "message" and self.section not in BLOCK_SECTIONS:
             d["chat_id"] = self.chat_id
+        if self.score is not None:
+            d.update(self.score)
         if self.included:
             d["section"] = self.section
             d["tokens"] = self.tokens
@@ -312,6 +320,7 @@ def build_context(req: ContextRequest) -> Context:
         items.append(
             ReportItem("block", block.section, fits, block.section, None if fits else "over-budget", message.tokens)
         )
+        items.extend(_block_items(block, fits))
 
     history_all = [_to_context_message(req, m, "history") for m in scan.history]
     history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
@@ -358,8 +367,23 @@ def build_context(req: ContextRequest) -> Context:
     return Context(messages, report)
 
 
+def _block_items(block: ContextBlock, block_fits: bool) -> list[ReportItem]:
+    """The candidates inside a block (facts, memories, similar messages): each in or out, and why.
+
+    An item dict carries `kind`, `id`, optionally `included` (False when it did not fit the
+    block's own budget, e.g. a fact beyond `max_injection_tokens`) and its scores."""
+    out = []
+    for item in block.items:
+        included = block_fits and bool(item.get("included", True))
+        reason = None if included else "over-budget"
+        scores = {k: v for k, v in item.items() if k not in ("kind", "id", "included")}
+        out.append(ReportItem(str(item["kind"]), item["id"], included, block.section, reason, score=scores or None))
+    return out
+
+
 def _report_order(item: ReportItem) -> tuple[int, int]:
-    """Blocks first in their order, then messages oldest first."""
-    if item.kind == "block":
-        return (0, SECTIONS.index(str(item.id)) if item.id in SECTIONS else len(SECTIONS))
+    """Blocks first in their order, each followed by its candidates; then messages oldest first."""
+    if item.kind == "block" or item.section in BLOCK_SECTIONS:
+        section = str(item.id) if item.kind == "block" else str(item.section)
+        return (0, 2 * (SECTIONS.index(section) if section in SECTIONS else len(SECTIONS)) + (item.kind != "block"))
     return (1, int(item.id) if isinstance(item.id, int) else 0)

@@ -6,6 +6,9 @@ import hmac
 import math
 import time
 from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
 
 from recall.server.config import ApiKey
 
@@ -86,3 +89,12 @@ class RateLimiter:
             self.rejected += 1
             raise RateLimitedError(max(1, math.ceil((1.0 - tokens) / rate)))
         self._buckets[key] = (tokens - 1.0, now)
+
+
+def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+    keys: KeyRing = request.app.state.recall.keys
+    return keys.principal(authorization)
+
+
+#: The caller of a route, from its `Authorization: Bearer` header.
+Caller = Annotated[Principal, Depends(_principal)]

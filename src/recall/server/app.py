@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,9 +29,18 @@ from recall.errors import (
     UnknownWorldError,
 )
 from recall.server import schemas
-from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
+from recall.server.access import (
+    AuthError,
+    Caller,
+    ForbiddenError,
+    KeyRing,
+    Principal,
+    RateLimitedError,
+    RateLimiter,
+)
 from recall.server.config import ServerConfig
 from recall.server.inbox import Notifier, wait_for_mentions
+from recall.server.long_term_routes import add_long_term_routes
 from recall.server.metrics import Metrics
 from recall.server.writer import PostWriter
 from recall.service import PostRequest, RecallService
@@ -114,15 +123,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         ]
         first = problems[0] if problems else {"field": "body", "message": "invalid request"}
         return _error(422, "invalid_input", first["message"], first["field"], problems=problems)
-
-
-def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
-    keys: KeyRing = request.app.state.recall.keys
-    return keys.principal(authorization)
-
-
-#: The caller of a route, from its `Authorization: Bearer` header.
-Caller = Annotated[Principal, Depends(_principal)]
 
 
 def create_app(service: RecallService, config: ServerConfig | None = None) -> FastAPI:
@@ -376,6 +376,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         world_id, agent_id = agent_of(world, agent, who)
         return {"forgotten": service.forget(world_id, agent_id, key)}
 
+    add_long_term_routes(app, service, world_of, agent_of)
     return app
 
 

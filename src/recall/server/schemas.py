@@ -92,3 +92,75 @@ class ActionIn(Body):
     target: str | None = None
     utterance: str | None = None
     description: str = ""
+
+
+# -- facts, long-term memories, search ----------------------------------------------------------
+
+SearchKind = Literal["message", "memory", "fact"]
+SEARCH_KINDS: tuple[SearchKind, ...] = ("message", "memory", "fact")
+Category = Literal["preference", "knowledge", "context", "behavior", "goal", "correction"]
+
+
+class FactIn(Body):
+    content: str = Field(min_length=1, max_length=10_000)
+    category: Category = "knowledge"
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    source: str = Field(default="manual", min_length=1, max_length=200)
+    avoid: str | None = Field(default=None, max_length=2_000)
+
+
+class FactPatch(Body):
+    content: str | None = Field(default=None, min_length=1, max_length=10_000)
+    category: Category | None = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    source: str | None = Field(default=None, min_length=1, max_length=200)
+    avoid: str | None = Field(default=None, max_length=2_000)
+
+
+class SectionsIn(Body):
+    work_context: str | None = Field(default=None, max_length=10_000)
+    personal_context: str | None = Field(default=None, max_length=10_000)
+    top_of_mind: str | None = Field(default=None, max_length=10_000)
+    recent_months: str | None = Field(default=None, max_length=10_000)
+    earlier_context: str | None = Field(default=None, max_length=10_000)
+    long_term_background: str | None = Field(default=None, max_length=10_000)
+
+
+class ImportedFact(Body):
+    content: str = Field(min_length=1, max_length=10_000)
+    category: Category = "knowledge"
+    confidence: float = Field(default=1.0, ge=0, le=1)
+    source: str = Field(default="manual", min_length=1, max_length=200)
+    avoid: str | None = Field(default=None, max_length=2_000)
+    # Written by export, ignored on import.
+    created_at: str | None = Field(default=None, max_length=64)
+    updated_at: str | None = Field(default=None, max_length=64)
+
+
+class FactsImportIn(Body):
+    format: Literal["recall.facts/1"] = "recall.facts/1"
+    scope: str | None = Field(default=None, max_length=300)
+    exported_at: str | None = Field(default=None, max_length=64)
+    sections: SectionsIn = Field(default_factory=SectionsIn)
+    facts: list[ImportedFact] = Field(default_factory=list, max_length=10_000)
+    replace: bool = False
+
+
+class NoteIn(Body):
+    content: str = Field(min_length=1, max_length=20_000)
+    type: str = Field(default="note", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    importance: int = Field(default=5, ge=1, le=10)
+    chat_id: str | None = Field(default=None, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchIn(Body):
+    query: str = Field(min_length=1, max_length=10_000)
+    k: int = Field(default=10, ge=1, le=1000)
+    kinds: list[SearchKind] = Field(default_factory=lambda: list(SEARCH_KINDS), min_length=1, max_length=3)
+    method: Literal["hybrid", "bm25", "vector"] = "hybrid"
+    chat_id: str | None = Field(default=None, max_length=64)
+    sender: str | None = Field(default=None, max_length=64)
+    since: datetime | None = None
+    until: datetime | None = None
+    min_importance: int | None = Field(default=None, ge=1, le=10)

@@ -6,11 +6,12 @@ no caller changes. Writes that belong together happen inside one method, in one 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from recall.core.facts import Fact, NewFact
 from recall.core.models import Message, SenderType
 
 
@@ -75,6 +76,54 @@ class MemoryItem:
 
 
 @dataclass(frozen=True)
+class FactWrite:
+    """What one change to a scope's facts did."""
+
+    added: tuple[Fact, ...] = ()
+    updated: tuple[Fact, ...] = ()
+    removed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewNote:
+    owner: str
+    type: str
+    content: str
+    importance: int
+    created_at: datetime
+    chat_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Note:
+    """A long-term memory: shared in its world (owner '') or private to one agent."""
+
+    id: int
+    world_id: str
+    owner: str
+    type: str
+    content: str
+    importance: int
+    chat_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "world_id": self.world_id,
+            "owner": self.owner or None,
+            "type": self.type,
+            "content": self.content,
+            "importance": self.importance,
+            "chat_id": self.chat_id,
+            "metadata": self.metadata,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
 class ContextSession:
     """Context once: the newest message id already sent as context, and when it was last refreshed."""
 
@@ -133,6 +182,33 @@ class Store(Protocol):
     def set_context_session(
         self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
     ) -> None: ...
+
+    # facts (spec §4) and their scope's sections
+    def list_facts(self, tenant: str, scope: str) -> list[Fact]: ...
+    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]: ...
+    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None: ...
+    def change_facts(
+        self,
+        tenant: str,
+        scope: str,
+        now: datetime,
+        *,
+        add: Sequence[NewFact] = (),
+        remove_ids: Sequence[int] = (),
+        update: Mapping[int, NewFact] | None = None,
+        sections: Mapping[str, str] | None = None,
+        clear: bool = False,
+    ) -> FactWrite: ...
+    def get_sections(self, tenant: str, scope: str) -> dict[str, str]: ...
+    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]: ...
+
+    # long-term memories
+    def add_note(self, world_id: str, note: NewNote) -> Note: ...
+    def get_note(self, world_id: str, note_id: int) -> Note | None: ...
+    def list_notes(
+        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
+    ) -> list[Note]: ...
+    def delete_note(self, world_id: str, note_id: int) -> bool: ...
 
     def change_version(self) -> int:
         """A number that changes whenever another process commits a write to the store, so

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,10 +21,20 @@ try:  # the stdlib sqlite3 of some Python builds cannot load extensions; pysqlit
 except ImportError:  # pragma: no cover - a platform without the wheel
     import sqlite3  # type: ignore[no-redef,unused-ignore]
 
+from recall.core.facts import Fact, NewFact
 from recall.core.models import Message, SenderType
 from recall.errors import RecallError
-from recall.store.base import ContextSession, MemoryItem, NewMessage, ParticipantRecord, WorldRecord
-from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
+from recall.store.base import (
+    ContextSession,
+    FactWrite,
+    MemoryItem,
+    NewMessage,
+    NewNote,
+    Note,
+    ParticipantRecord,
+    WorldRecord,
+)
+from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64
@@ -111,6 +121,7 @@ class SQLiteStore:
         self._world_keys: dict[str, dict[str, int]] = {}
         self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        load_vector_extension(self._db)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute("PRAGMA foreign_keys = ON")
@@ -596,3 +607,143 @@ class SQLiteStore:
                     _ts(state.refreshed_at),
                 ),
             )
+
+    # -- facts and their scope's sections ---------------------------------------------------
+
+    _FACT_COLUMNS = "id, scope, content, category, confidence, created_at, updated_at, source, avoid"
+
+    @staticmethod
+    def _fact(row: Sequence[Any]) -> Fact:
+        return Fact(row[0], row[1], row[2], row[3], row[4], _dt(row[5]), _dt(row[6]), row[7], row[8])
+
+    def list_facts(self, tenant: str, scope: str) -> list[Fact]:
+        rows = self._read(
+            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? ORDER BY id", (tenant, scope)
+        )
+        return [self._fact(r) for r in rows]
+
+    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
+        if not scopes:
+            return []
+        marks = ", ".join("?" * len(scopes))
+        rows = self._read(
+            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope IN ({marks}) ORDER BY id",
+            (tenant, *scopes),
+        )
+        return [self._fact(r) for r in rows]
+
+    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
+        rows = self._read(
+            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? AND id = ?",
+            (tenant, scope, fact_id),
+        )
+        return self._fact(rows[0]) if rows else None
+
+    def change_facts(
+        self,
+        tenant: str,
+        scope: str,
+        now: datetime,
+        *,
+        add: Sequence[NewFact] = (),
+        remove_ids: Sequence[int] = (),
+        update: Mapping[int, NewFact] | None = None,
+        sections: Mapping[str, str] | None = None,
+        clear: bool = False,
+    ) -> FactWrite:
+        """Every change to a scope's facts in one transaction: clear, remove, update, add, and
+        merge sections (an empty text deletes a section)."""
+        at = _ts(now)
+        removed: list[int] = []
+        updated: list[Fact] = []
+        added: list[Fact] = []
+        with self._write() as db:
+            if clear:
+                removed += [r[0] for r in db.execute(
+                    "DELETE FROM facts WHERE tenant = ? AND scope = ? RETURNING id", (tenant, scope)
+                ).fetchall()]  # fmt: skip
+                db.execute("DELETE FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
+            for fact_id in remove_ids:
+                removed += [r[0] for r in db.execute(
+                    "DELETE FROM facts WHERE tenant = ? AND scope = ? AND id = ? RETURNING id", (tenant, scope, fact_id)
+                ).fetchall()]  # fmt: skip
+            for fact_id, new in (update or {}).items():
+                row = db.execute(
+                    "UPDATE facts SET content = ?, category = ?, confidence = ?, source = ?, avoid = ?, updated_at = ?"
+                    f" WHERE tenant = ? AND scope = ? AND id = ? RETURNING {self._FACT_COLUMNS}",
+                    (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
+                ).fetchone()
+                if row is not None:
+                    updated.append(self._fact(row))
+            for new in add:
+                row = db.execute(
+                    "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
+                    f" updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {self._FACT_COLUMNS}",
+                    (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
+                ).fetchone()
+                added.append(self._fact(row))
+            if sections:
+                current = db.execute(
+                    "SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope)
+                ).fetchone()
+                merged = {**(json.loads(current[0]) if current else {}), **sections}
+                merged = {k: v for k, v in merged.items() if v}
+                db.execute(
+                    "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
+                    " updated_at = excluded.updated_at",
+                    (tenant, scope, json.dumps(merged, sort_keys=True), at),
+                )
+        return FactWrite(tuple(added), tuple(updated), tuple(removed))
+
+    def get_sections(self, tenant: str, scope: str) -> dict[str, str]:
+        rows = self._read("SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
+        return dict(json.loads(rows[0][0])) if rows else {}
+
+    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]:
+        rows = self._read("SELECT scope, COUNT(*) FROM facts WHERE tenant = ? GROUP BY scope ORDER BY scope", (tenant,))
+        return [(r[0], int(r[1])) for r in rows]
+
+    # -- long-term memories (notes) -------------------------------------------------------
+
+    _NOTE_COLUMNS = "id, world_id, owner, type, content, importance, chat_id, metadata, created_at"
+
+    @staticmethod
+    def _note(row: Sequence[Any]) -> Note:
+        return Note(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), _dt(row[8]))
+
+    def add_note(self, world_id: str, note: NewNote) -> Note:
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {self._NOTE_COLUMNS}",
+                (
+                    world_id,
+                    note.owner,
+                    note.type,
+                    note.content,
+                    note.importance,
+                    note.chat_id,
+                    json.dumps(note.metadata),
+                    _ts(note.created_at),
+                ),
+            ).fetchone()
+        return self._note(row)
+
+    def get_note(self, world_id: str, note_id: int) -> Note | None:
+        rows = self._read(f"SELECT {self._NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
+        return self._note(rows[0]) if rows else None
+
+    def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
+        """Notes visible to `owners` ('' = shared), most important first, then newest."""
+        marks = ", ".join("?" * len(owners))
+        rows = self._read(
+            f"SELECT {self._NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner IN ({marks}) AND importance >= ?"
+            " ORDER BY importance DESC, id DESC LIMIT ?",
+            (world_id, *owners, min_importance, limit),
+        )
+        return [self._note(r) for r in rows]
+
+    def delete_note(self, world_id: str, note_id: int) -> bool:
+        with self._write() as db:
+            return bool(db.execute("DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0)

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import sqlite_vec
+
+
+def load_vector_extension(db: Any) -> None:
+    """sqlite-vec: the `vec0` virtual table holding the search index's embeddings."""
+    db.enable_load_extension(True)
+    sqlite_vec.load(db)
+    db.enable_load_extension(False)
+
+
 MIGRATIONS: list[tuple[int, str]] = [
     (
         1,
@@ -118,6 +130,77 @@ MIGRATIONS: list[tuple[int, str]] = [
             agent_key   INTEGER PRIMARY KEY,
             low         INTEGER NOT NULL
         );
+        """,
+    ),
+    (
+        4,
+        """
+        -- Facts (spec §4), one row per fact. A scope is 'user:ID', 'agent:WORLD/AGENT' or
+        -- 'world:ID' within a tenant.
+        CREATE TABLE facts (
+            id          INTEGER PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            category    TEXT NOT NULL,
+            confidence  REAL NOT NULL,
+            source      TEXT NOT NULL,
+            avoid       TEXT,
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        );
+        CREATE INDEX facts_by_scope ON facts (tenant, scope, id);
+        -- A scope's summary sections (work context, personal context, top of mind, ...), as JSON.
+        CREATE TABLE fact_sections (
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            sections    TEXT NOT NULL,
+            updated_at  REAL NOT NULL,
+            PRIMARY KEY (tenant, scope)
+        ) WITHOUT ROWID;
+        -- Long-term memories: notes with a type and an importance of 1-10, shared in a world
+        -- (owner '') or private to one agent (owner = the agent's id).
+        CREATE TABLE notes (
+            id          INTEGER PRIMARY KEY,
+            world_id    TEXT NOT NULL REFERENCES worlds(id),
+            owner       TEXT NOT NULL COLLATE NOCASE,
+            type        TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            importance  INTEGER NOT NULL,
+            chat_id     TEXT,
+            metadata    TEXT NOT NULL,
+            created_at  REAL NOT NULL
+        );
+        CREATE INDEX notes_by_owner ON notes (world_id, owner, importance, id);
+        -- The search index over messages, notes and facts. `space` partitions it: a world's id
+        -- for what belongs to a world, 'user:ID' for a user's facts. FTS5 (BM25) and the
+        -- vectors (sqlite-vec, created by the store once the extension is loaded) are keyed by
+        -- the item's id. Messages are copied in by the indexer, in batches, after they are
+        -- posted. `embedded` says whether its vector is stored yet.
+        CREATE TABLE search_items (
+            id          INTEGER PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            space       TEXT NOT NULL COLLATE NOCASE,
+            kind        TEXT NOT NULL CHECK (kind IN ('message', 'memory', 'fact')),
+            source_id   INTEGER NOT NULL,
+            owner       TEXT NOT NULL COLLATE NOCASE,
+            chat_id     TEXT,
+            sender      TEXT,
+            importance  INTEGER,
+            created_at  REAL NOT NULL,
+            text        TEXT NOT NULL,
+            embedded    INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (kind, source_id)
+        );
+        CREATE INDEX search_items_unembedded ON search_items (id) WHERE embedded = 0;
+        CREATE VIRTUAL TABLE search_fts USING fts5(
+            text, content='search_items', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- How far the indexer has copied messages (the highest message id indexed).
+        CREATE TABLE search_state (
+            name        TEXT PRIMARY KEY,
+            value       INTEGER NOT NULL
+        ) WITHOUT ROWID;
         """,
     ),
 ]

@@ -1,0 +1,111 @@
+"""Facts (`/v1/scopes/{scope}/facts…`) and long-term memories over real HTTP, with their denials."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.server.conftest import LiveServer, post
+
+
+def test_fact_lifecycle_over_http(client: httpx.Client) -> None:
+    created = client.post("/v1/scopes/user:maria/facts", json={"content": "Likes tea", "category": "preference"})
+    assert created.status_code == 201, created.text
+    fact = created.json()
+    assert fact["scope"] == "user:maria" and fact["confidence"] == 1.0
+    path = f"/v1/scopes/user:maria/facts/{fact['id']}"
+    assert client.get(path).json()["content"] == "Likes tea"
+    patched = client.patch(path, json={"confidence": 0.7})
+    assert patched.json()["confidence"] == 0.7 and patched.json()["content"] == "Likes tea"
+    assert client.put("/v1/scopes/user:maria/sections", json={"work_context": "Bakery"}).json() == {
+        "work_context": "Bakery"
+    }
+    listing = client.get("/v1/scopes/user:maria/facts").json()
+    assert [f["id"] for f in listing["facts"]] == [fact["id"]] and listing["sections"] == {"work_context": "Bakery"}
+
+    exported = client.get("/v1/scopes/user:maria/facts/export").json()
+    imported = client.post("/v1/scopes/user:mary/facts/import", json=exported)
+    assert imported.json() == {"added": 1, "skipped": 0, "removed": 0}
+    assert client.get("/v1/scopes/user:mary/sections").json() == {"work_context": "Bakery"}
+
+    assert client.delete(path).json() == {"deleted": True}
+    assert client.get(path).status_code == 404
+    assert client.delete("/v1/scopes/user:mary/facts").json() == {"removed": 1}
+    assert client.get("/v1/scopes").json()["scopes"] == []
+
+
+def test_agent_scope_with_a_slash_and_world_scope(client: httpx.Client) -> None:
+    for scope in ("agent:w/agent-a", "agent:w%2Fagent-a", "world:w"):
+        response = client.post(f"/v1/scopes/{scope}/facts", json={"content": f"about {scope}"})
+        assert response.status_code == 201, response.text
+    assert len(client.get("/v1/scopes/agent:w/agent-a/facts").json()["facts"]) == 2
+    assert client.get("/v1/scopes/world:nowhere/facts").status_code == 404
+    assert client.get("/v1/scopes/agent:w/ghost/facts").status_code == 404
+
+
+def test_invalid_fact_requests_name_the_field(client: httpx.Client) -> None:
+    cases = [
+        ("/v1/scopes/user:maria/facts", {"content": "x", "confidence": 3}, "confidence"),
+        ("/v1/scopes/user:maria/facts", {"content": "x", "category": "gossip"}, "category"),
+        ("/v1/scopes/user:maria/facts", {"content": ""}, "content"),
+        ("/v1/scopes/user:maria/facts", {"content": "x", "extra": 1}, "extra"),
+        ("/v1/scopes/team:x/facts", {"content": "x"}, "scope"),
+        ("/v1/scopes/user:maria/facts/import", {"facts": [{"content": "x", "confidence": -1}]}, "facts.0.confidence"),
+    ]
+    for path, body, field in cases:
+        response = client.post(path, json=body)
+        assert response.status_code == 422, (path, body, response.text)
+        assert response.json()["error"]["field"] == field
+    assert client.get("/v1/scopes/user:maria/facts").json()["facts"] == []  # nothing was stored
+
+
+def test_memories_shared_and_private_over_http(client: httpx.Client) -> None:
+    shared = client.post("/v1/worlds/w/memories", json={"content": "Deliveries on Monday", "importance": 7})
+    assert shared.status_code == 201, shared.text
+    private = client.post("/v1/worlds/w/agents/agent-a/memories", json={"content": "Maria tips well", "type": "hunch"})
+    assert private.status_code == 201 and private.json()["owner"] == "agent-a"
+    a = client.get("/v1/worlds/w/agents/agent-a/memories").json()["memories"]
+    b = client.get("/v1/worlds/w/agents/agent-b/memories").json()["memories"]
+    assert [m["content"] for m in a] == ["Deliveries on Monday", "Maria tips well"]
+    assert [m["content"] for m in b] == ["Deliveries on Monday"]
+    note = private.json()["id"]
+    assert client.delete(f"/v1/worlds/w/agents/agent-b/memories/{note}").status_code == 404
+    assert client.delete(f"/v1/worlds/w/agents/agent-a/memories/{note}").json() == {"deleted": True}
+    bad = client.post("/v1/worlds/w/memories", json={"content": "x", "importance": 0})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "importance"
+
+
+def test_context_over_http_carries_the_memory_block_and_fact_scores(client: httpx.Client) -> None:
+    client.post("/v1/scopes/user:maria/facts", json={"content": "Maria is vegan", "confidence": 0.9})
+    post(client, "maria", "@agent-a what can I eat here?")
+    body = client.post("/v1/worlds/w/agents/agent-a/context", json={"format": "openai"}).json()
+    assert body["messages"][1]["content"].startswith("<memory>\nFacts:\n- [knowledge | 0.90] Maria is vegan")
+    facts = [i for i in body["report"]["items"] if i["kind"] == "fact"]
+    assert facts and facts[0]["included"] is True and "score" in facts[0]
+
+
+def test_agent_keys_reach_their_own_scope_only(secured: LiveServer) -> None:
+    with secured.client("acme-admin") as admin:
+        assert admin.post("/v1/scopes/agent:w/agent-b/facts", json={"content": "b's secret"}).status_code == 201
+        assert admin.post("/v1/worlds/w/agents/agent-b/memories", json={"content": "b's note"}).status_code == 201
+    with secured.client("acme-a") as a:
+        assert a.get("/v1/scopes/agent:w/agent-b/facts").status_code == 403
+        assert a.post("/v1/scopes/agent:w/agent-b/facts", json={"content": "x"}).status_code == 403
+        assert a.get("/v1/worlds/w/agents/agent-b/memories").status_code == 403
+        assert a.post("/v1/worlds/w/search", json={"query": "secret"}).status_code == 403
+        assert a.get("/v1/scopes").status_code == 403
+        assert a.post("/v1/scopes/agent:w/agent-a/facts", json={"content": "mine"}).status_code == 201
+        assert a.post("/v1/scopes/user:maria/facts", json={"content": "likes tea"}).status_code == 201
+        notes = a.get("/v1/worlds/w/agents/agent-a/memories").json()["memories"]
+        assert notes == []
+
+
+def test_tenants_never_share_facts(secured: LiveServer) -> None:
+    with secured.client("acme-admin") as acme:
+        assert acme.post("/v1/scopes/user:maria/facts", json={"content": "acme's maria"}).status_code == 201
+        assert acme.post("/v1/scopes/world:w/facts", json={"content": "acme world"}).status_code == 201
+    with secured.client("globex-admin") as globex:
+        assert globex.get("/v1/scopes/user:maria/facts").json()["facts"] == []
+        assert globex.get("/v1/scopes/world:w/facts").status_code == 404
+        assert globex.get("/v1/worlds/w/memories").status_code == 404
+        assert globex.post("/v1/worlds/w/search", json={"query": "acme"}).status_code == 404
+        assert globex.get("/v1/scopes").json() == {"scopes": []}
