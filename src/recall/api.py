@@ -19,10 +19,10 @@ from typing import Any
 
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, Summarizer
+from recall.core.facts import Fact, NewFact
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import Decision
-from recall.core.facts import Fact, NewFact
 from recall.long_term import SEARCH_KINDS, SearchResult
 from recall.service import PostRequest, RecallService
 from recall.settings import Settings
@@ -68,6 +68,12 @@ class Recall:
     def search(self, space: str, query: str, **options: Any) -> list[SearchResult]:
         """Search a world (messages, memories, facts) or a user's facts (`user:ID`); see `World.search`."""
         return self.service.long_term.search(space, query, **options)
+
+    def refresh_index(self) -> int:
+        """Index and embed everything not yet in the search index, now; the work done. A
+        background thread does this on its own within seconds of a post (unless
+        `index_interval` is 0): call it when a search must see vectors for what was just written."""
+        return self.service.long_term.refresh_index()
 
     def close(self) -> None:
         self.service.close()
@@ -274,7 +280,9 @@ class Agent:
         """The world's shared memories and this agent's own, most important first."""
         return self.service.long_term.list_notes(self.world_id, self.id, min_importance, limit)
 
-    def search(self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any) -> list[SearchResult]:
+    def search(
+        self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any
+    ) -> list[SearchResult]:
         """Like `World.search`, limited to what this agent may see (no other agent's private memories)."""
         return self.service.long_term.search(self.world_id, query, k=k, kinds=kinds, agent=self.id, **filters)
 

@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from recall import importers
 from recall.api import Recall, default_db
 from recall.demo import build_demo_world
 from recall.errors import RecallError
+from recall.settings import Settings
 from recall.terminal import print_context
 
 app = typer.Typer(
@@ -36,10 +38,16 @@ world_app = typer.Typer(help="Create and list worlds.", no_args_is_help=True)
 agent_app = typer.Typer(help="Register agents.", no_args_is_help=True)
 human_app = typer.Typer(help="Register humans.", no_args_is_help=True)
 import_app = typer.Typer(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
+facts_app = typer.Typer(
+    help="Facts about a user, an agent or a world, and their summary sections.", no_args_is_help=True
+)
+memory_app = typer.Typer(help="Long-term memories of a world, shared or private to an agent.", no_args_is_help=True)
 app.add_typer(world_app, name="world")
 app.add_typer(agent_app, name="agent")
 app.add_typer(human_app, name="human")
 app.add_typer(import_app, name="import")
+app.add_typer(facts_app, name="facts")
+app.add_typer(memory_app, name="memory")
 
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -62,7 +70,9 @@ def main(
 def _open() -> Iterator[Recall]:
     """Open the store; turn recall's errors into a clear message and exit status 1."""
     try:
-        with Recall(_state.get("db") or default_db()) as mem:
+        # A command is short-lived: no background indexer; `search` refreshes the index itself.
+        settings = replace(Settings.from_env(), index_interval=0.0)
+        with Recall(_state.get("db") or default_db(), settings) as mem:
             yield mem
     except RecallError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
@@ -232,6 +242,177 @@ def context(
             _json(ctx.to_dict())
         else:
             print_context(out, ctx, f"{agent_id} in {world}" + (f" / {chat}" if chat else ""))
+
+
+# -- facts, memories, search -------------------------------------------------------------------
+
+
+@facts_app.command("list")
+def facts_list(
+    scope: Annotated[str, typer.Argument(help="user:ID, agent:WORLD/AGENT or world:ID")],
+    json_: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+) -> None:
+    """A scope's facts and summary sections."""
+    with _open() as mem:
+        handle = mem.scope(scope)
+        facts, sections = handle.list(), handle.sections
+        if json_:
+            _json({"scope": handle.id, "facts": [f.to_dict() for f in facts], "sections": sections})
+            return
+        table = Table("id", "category", "confidence", "content", "source", title=f"facts of {handle.id}")
+        for f in facts:
+            table.add_row(
+                str(f.id),
+                f.category,
+                f"{f.confidence:.2f}",
+                f.content + (f" (avoid: {f.avoid})" if f.avoid else ""),
+                f.source,
+            )
+        out.print(table)
+        for name, text in sections.items():
+            out.print(f"[bold]{name}[/]: {text}", highlight=False)
+
+
+@facts_app.command("add")
+def facts_add(
+    scope: Annotated[str, typer.Argument(help="user:ID, agent:WORLD/AGENT or world:ID")],
+    content: str,
+    category: Annotated[
+        str, typer.Option(help="preference, knowledge, context, behavior, goal or correction.")
+    ] = "knowledge",
+    confidence: Annotated[float, typer.Option(help="0 to 1.")] = 1.0,
+    avoid: Annotated[str | None, typer.Option(help="For a correction: what to avoid.")] = None,
+) -> None:
+    """Add a fact; prints it as JSON."""
+    with _open() as mem:
+        _json(mem.scope(scope).add(content, category=category, confidence=confidence, avoid=avoid).to_dict())
+
+
+@facts_app.command("update")
+def facts_update(
+    scope: str,
+    fact_id: int,
+    content: Annotated[str | None, typer.Option(help="New text.")] = None,
+    category: Annotated[str | None, typer.Option(help="New category.")] = None,
+    confidence: Annotated[float | None, typer.Option(help="New confidence, 0 to 1.")] = None,
+) -> None:
+    """Change some fields of a fact; prints it as JSON."""
+    changes = {
+        k: v for k, v in {"content": content, "category": category, "confidence": confidence}.items() if v is not None
+    }
+    with _open() as mem:
+        _json(mem.scope(scope).update(fact_id, **changes).to_dict())
+
+
+@facts_app.command("delete")
+def facts_delete(scope: str, fact_id: int) -> None:
+    """Delete one fact."""
+    with _open() as mem:
+        mem.scope(scope).delete(fact_id)
+        err.print(f"deleted fact {fact_id}")
+
+
+@facts_app.command("clear")
+def facts_clear(scope: str) -> None:
+    """Delete every fact and section of a scope."""
+    with _open() as mem:
+        err.print(f"removed {mem.scope(scope).clear()} facts")
+
+
+@facts_app.command("export")
+def facts_export(scope: str) -> None:
+    """Write a scope's facts and sections as JSON to stdout (for `facts import`)."""
+    with _open() as mem:
+        _json(mem.scope(scope).export())
+
+
+@facts_app.command("import")
+def facts_import(
+    scope: str,
+    file: Annotated[Path, typer.Argument(help="JSON written by `facts export` ('-' for stdin).", allow_dash=True)],
+    replace: Annotated[bool, typer.Option(help="Clear the scope first.")] = False,
+) -> None:
+    """Add the facts of an export to a scope, skipping duplicates; all or nothing."""
+    try:
+        data = json.loads(sys.stdin.read() if str(file) == "-" else file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        err.print(f"[red]error:[/] cannot read {file}: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    with _open() as mem:
+        _json(mem.scope(scope).import_facts(data, replace=replace))
+
+
+@memory_app.command("add")
+def memory_add(
+    world: str,
+    content: str,
+    agent: Annotated[str | None, typer.Option(help="Private to this agent (default: shared in the world).")] = None,
+    type_: Annotated[str, typer.Option("--type", help="A kind of memory: note, episode, preference, ...")] = "note",
+    importance: Annotated[int, typer.Option(help="1 (trivia) to 10 (crucial).")] = 5,
+) -> None:
+    """Add a long-term memory; prints it as JSON."""
+    with _open() as mem:
+        target = mem.world(world).agent(agent) if agent else mem.world(world)
+        _json(target.add_memory(content, type=type_, importance=importance).to_dict())
+
+
+@memory_app.command("list")
+def memory_list(
+    world: str,
+    agent: Annotated[str | None, typer.Option(help="Also this agent's private memories.")] = None,
+    min_importance: Annotated[int, typer.Option(help="The least importance.")] = 1,
+) -> None:
+    """Long-term memories as JSON lines, most important first."""
+    with _open() as mem:
+        target = mem.world(world).agent(agent) if agent else mem.world(world)
+        for note in target.memories(min_importance=min_importance):
+            sys.stdout.write(json.dumps(note.to_dict(), ensure_ascii=False) + "\n")
+
+
+class SearchMethod(StrEnum):
+    hybrid = "hybrid"
+    bm25 = "bm25"
+    vector = "vector"
+
+
+@app.command()
+def search(
+    world: str,
+    query: str,
+    k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
+    kind: Annotated[list[str] | None, typer.Option(help="message, memory or fact (repeat; default all).")] = None,
+    method: Annotated[
+        SearchMethod, typer.Option(help="hybrid fuses BM25 keywords and embeddings.")
+    ] = SearchMethod.hybrid,
+    chat: Annotated[str | None, typer.Option(help="Only this chat.")] = None,
+    sender: Annotated[str | None, typer.Option(help="Only messages from this sender.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+) -> None:
+    """Search a world's messages, memories and facts (brings the index up to date first)."""
+    with _open() as mem:
+        mem.refresh_index()
+        results = mem.world(world).search(
+            query,
+            k=k,
+            kinds=tuple(kind or ("message", "memory", "fact")),
+            method=method.value,
+            chat=chat,
+            sender=sender,
+        )
+        if json_:
+            _json([r.to_dict() for r in results])
+            return
+        table = Table("score", "kind", "id", "when", "chat", "text", title=f"{query!r} in {world}")
+        for r in results:
+            table.add_row(
+                f"{r.score:.4f}",
+                r.kind,
+                str(r.source_id),
+                r.created_at.strftime("%Y-%m-%d %H:%M"),
+                r.chat_id or "",
+                r.text,
+            )
+        out.print(table)
 
 
 # -- import ------------------------------------------------------------------------------------

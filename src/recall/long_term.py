@@ -33,6 +33,7 @@ from recall.settings import Settings
 from recall.store.base import NewNote, Note, Store, WorldRecord
 
 if TYPE_CHECKING:
+    from recall.retrieval.indexer import BackgroundIndexer
     from recall.store.sqlite_search import SearchHit, SQLiteSearchIndex
 
 EXPORT_FORMAT = "recall.facts/1"
@@ -103,15 +104,30 @@ class LongTermMemory:
         get_world: Callable[[str], WorldRecord],
         check_agent: Callable[[str, str], str],
         index: SQLiteSearchIndex | None = None,
+        indexer: BackgroundIndexer | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self._get_world = get_world
         self._check_agent = check_agent
         self.index = index
+        self.indexer = indexer
 
     def close(self) -> None:
         """Stop background work (the indexer, the extraction queue)."""
+        if self.indexer is not None:
+            self.indexer.stop()
+
+    def written(self) -> None:
+        """Messages were stored: the background indexer picks them up soon. Cheap."""
+        if self.indexer is not None:
+            self.indexer.notify()
+
+    def refresh_index(self) -> int:
+        """Bring the search index fully up to date now (copy and embed everything pending);
+        the work done. The background indexer does this on its own; the CLI and benchmarks
+        call it to search a store they just wrote."""
+        return 0 if self.index is None else self.index.catch_up(self.settings.embed_batch)
 
     # -- scopes ---------------------------------------------------------------------------
 
@@ -395,13 +411,17 @@ class LongTermMemory:
                 owners = ["", self._check_agent(world.id, agent)]
         if self.index is None or not query.strip():
             return []
+        # Messages reach the index in the background; copying the newest ones is cheap, so a
+        # keyword search always sees everything posted (vectors may still be on their way).
+        while self.index.index_messages():
+            pass
         hits = self.index.search(
             query,
             tenant=tenant,
             space=resolved,
             kinds=kinds,
             k=k,
-            method=method,
+            method=method,  # type: ignore[arg-type]  # checked against SEARCH_METHODS above
             owners=owners,
             chat_id=chat_id,
             sender=sender,

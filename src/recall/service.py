@@ -38,6 +38,7 @@ from recall.errors import (
 )
 from recall.long_term import RECENT_SCAN, LongTermMemory
 from recall.settings import Settings
+from recall.store import open_search_index
 from recall.store.base import ContextSession, MemoryItem, NewMessage, ParticipantRecord, Store, WorldRecord
 
 #: Ids of worlds, chats and participants: an ASCII word, optionally joined by `-` or `_`,
@@ -209,8 +210,14 @@ class RecallService:
         self._rosters: dict[str, Roster] = {}
         self._store_version: int | None = None
         #: Facts, notes, search and the context blocks built from them.
+        index, indexer = open_search_index(store, self.settings)
         self.long_term = LongTermMemory(
-            store, self.settings, self.get_world, lambda world, agent: self.get_agent(world, agent).id
+            store,
+            self.settings,
+            self.get_world,
+            lambda world, agent: self.get_agent(world, agent).id,
+            index,
+            indexer,
         )
 
     def close(self) -> None:
@@ -371,7 +378,14 @@ class RecallService:
     def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
         world, batch = self.prepare_posts(world_id, requests)
-        return self.store.append_messages(world, batch)
+        return self.append_messages(world, batch)
+
+    def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store routed messages (from `prepare_posts`) in one transaction and let the search
+        indexer know."""
+        stored = self.store.append_messages(world_id, batch)
+        self.long_term.written()
+        return stored
 
     def prepare_posts(self, world_id: str, requests: Sequence[PostRequest]) -> tuple[str, list[NewMessage]]:
         """Validate and route posts without storing them: the stored world id and the batch,
@@ -396,7 +410,7 @@ class RecallService:
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):
             chunk = routed[start : start + batch_size]
-            stored.extend(self.store.append_messages(world.id, chunk))
+            stored.extend(self.append_messages(world.id, chunk))
             if progress is not None:
                 progress(len(chunk))
         return stored

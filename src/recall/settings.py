@@ -62,6 +62,12 @@ class Settings:
     similar_min_score: float = 0.8
     #: Texts embedded per batch by the background indexer.
     embed_batch: int = 64
+    #: The embedding model for semantic search: "minilm" (all-MiniLM-L6-v2, bundled) or "none"
+    #: (keyword search only).
+    embeddings: str = "minilm"
+    #: Seconds between background indexing rounds (a post wakes it sooner); 0 turns the
+    #: background indexer off, and the index is brought up to date on demand (`refresh_index`).
+    index_interval: float = 2.0
 
     # -- a chat model for extraction and summaries; none configured means both are off
     #: "openai" (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM) or "anthropic".

@@ -32,7 +32,7 @@ from recall.settings import Settings
 from tests.server.conftest import free_port
 
 RECALL = str(Path(sys.executable).with_name("recall"))
-TOOLS = {"messages", "context", "remember", "recall", "forget"}
+TOOLS = {"messages", "context", "remember", "recall", "forget", "facts", "memories", "search"}
 
 
 @pytest.fixture
@@ -307,3 +307,64 @@ async def test_http_requires_keys_like_rest(secured: Served) -> None:
         # A tenant key may act as any agent of its tenant's worlds.
         ctx = ok(await session.call_tool("context", {"world": "w", "agent": "agent-b"}))
         assert ctx["report"]["total_tokens"] >= 0
+
+
+# -- facts, memories, search -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_facts_and_memories_tools_in_process(tmp_path: Path) -> None:
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        server = build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")
+        async with Client(server) as client:
+            added = ok(
+                await client.call_tool("facts", {"action": "add", "scope": "user:maria", "content": "Likes tea"})
+            )
+            assert added["scope"] == "user:maria" and added["category"] == "knowledge"
+            updated = ok(
+                await client.call_tool(
+                    "facts", {"action": "update", "scope": "user:maria", "fact_id": added["id"], "confidence": 0.8}
+                )
+            )
+            assert updated["confidence"] == 0.8
+            ok(await client.call_tool("facts", {"action": "set_sections", "scope": "user:maria",
+                                                 "sections": {"top_of_mind": "A cake"}}))  # fmt: skip
+            listed = ok(await client.call_tool("facts", {"action": "list", "scope": "user:maria"}))
+            assert [f["content"] for f in listed["facts"]] == ["Likes tea"]
+            assert listed["sections"] == {"top_of_mind": "A cake"}
+            exported = ok(await client.call_tool("facts", {"action": "export", "scope": "user:maria"}))
+            imported = ok(await client.call_tool("facts", {"action": "import", "scope": "user:bob", "data": exported}))
+            assert imported["added"] == 1
+            other = await client.call_tool("facts", {"action": "list", "scope": "agent:w/agent-b"})
+            assert other.is_error and "another agent's facts" in text(other)
+            bad = await client.call_tool("facts", {"action": "delete", "scope": "user:maria"})
+            assert bad.is_error and "fact_id" in text(bad)
+
+            note = ok(
+                await client.call_tool("memories", {"action": "add", "content": "Maria tips well", "importance": 8})
+            )
+            assert note["owner"] == "agent-a"
+            ok(await client.call_tool("memories", {"action": "add", "content": "Shared rule", "shared": True}))
+            b_view = ok(await client.call_tool("memories", {"action": "list", "agent": "agent-b"}))
+            assert [m["content"] for m in b_view["memories"]] == ["Shared rule"]
+            stolen = await client.call_tool(
+                "memories", {"action": "delete", "agent": "agent-b", "memory_id": note["id"]}
+            )
+            assert stolen.is_error and "unknown memory" in text(stolen)
+            found = ok(await client.call_tool("search", {"query": "tips", "kinds": ["memory"]}))
+            assert isinstance(found["results"], list)
+
+
+@pytest.mark.anyio
+async def test_http_agent_key_cannot_reach_another_agents_facts(secured: Served) -> None:
+    async with mcp_session(secured.url, "k-a") as session:
+        denied = await session.call_tool("facts", {"action": "list", "scope": "agent:w/agent-b", "world": "w"})
+        assert denied.is_error and "another agent's facts" in text(denied)
+        as_b = await session.call_tool(
+            "facts", {"action": "list", "scope": "user:maria", "world": "w", "agent": "agent-b"}
+        )
+        assert as_b.is_error and "acts only as agent 'agent-a'" in text(as_b)
+        mine = ok(await session.call_tool("facts", {"action": "list", "scope": "agent:w/agent-a", "world": "w",
+                                                     "agent": "agent-a"}))  # fmt: skip
+        assert mine == {"facts": [], "sections": {}}

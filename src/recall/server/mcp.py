@@ -36,8 +36,9 @@ from recall.service import RecallService
 INSTRUCTIONS = (
     "recall keeps everything each participant of a world heard. As an agent: call `messages` with "
     "action='check' (wait=true to long-poll) for messages addressed to you, `context` for the model-ready "
-    "context of a chat, `messages` with action='send' to reply, and remember/recall/forget for your private "
-    "key-value memory."
+    "context of a chat, `messages` with action='send' to reply, remember/recall/forget for your private "
+    "key-value memory, `facts` for what is known about a user, an agent or the world, `memories` for long-term "
+    "notes, and `search` to find earlier messages, memories and facts."
 )
 
 #: How often a waiting check over stdio looks at the store for posts by other processes.
@@ -76,13 +77,14 @@ class _Gate:
 
     def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
         """The stored (world id, agent id) the call acts on, once the caller may act as that agent."""
+        who = self._principal(ctx)
         world = world or self.world
-        agent = agent or self.agent
+        # A key bound to an agent acts as that agent unless the call names one.
+        agent = agent or self.agent or who.agent
         if not world:
             raise ToolError("world: name the world (no default world was configured)")
         if not agent:
             raise ToolError("agent: name the agent to act as (no default agent was configured)")
-        who = self._principal(ctx)
         record = self.service.get_world(world)
         if self.keys is not None and self.keys.enabled and record.tenant != who.tenant:
             # Another tenant's world does not exist for this caller, as over REST.
@@ -92,6 +94,16 @@ class _Gate:
         if self.limiter is not None:
             self.limiter.hit(record.id, agent_id)
         return record.id, agent_id
+
+    def scope(self, ctx: ToolContext, scope: str, world: str | None, agent: str | None) -> tuple[str, str]:
+        """(canonical scope, tenant) of a facts call: the caller acts as its agent, which reaches
+        user and world scopes and its own agent scope, never another agent's."""
+        world_id, agent_id = self.enter(ctx, world, agent)
+        tenant = self.service.get_world(world_id).tenant
+        canonical = self.service.long_term.scope(scope, tenant)
+        if canonical.startswith("agent:") and canonical != f"agent:{world_id.lower()}/{agent_id.lower()}":
+            raise ForbiddenError(f"agent {agent_id!r} cannot reach another agent's facts ({canonical})")
+        return canonical, tenant
 
 
 def build_mcp_server(
@@ -259,6 +271,138 @@ def build_mcp_server(
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             return {"forgotten": service.forget(world_id, agent_id, key)}
+
+    Scope = Annotated[
+        str,
+        Field(description="Whose facts: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID'", min_length=3, max_length=300),
+    ]
+
+    @server.tool(name="facts")
+    async def facts(
+        ctx: ToolContext,
+        action: Annotated[
+            Literal["list", "add", "update", "delete", "clear", "export", "import", "set_sections"],
+            Field(description="What to do with the scope's facts"),
+        ],
+        scope: Scope,
+        world: World = None,
+        agent: Agent = None,
+        content: Annotated[str | None, Field(description="add/update: the fact", max_length=10_000)] = None,
+        category: Annotated[
+            Literal["preference", "knowledge", "context", "behavior", "goal", "correction"] | None,
+            Field(description="add/update: the fact's category (default knowledge)"),
+        ] = None,
+        confidence: Annotated[float | None, Field(description="add/update: 0 to 1 (default 1)", ge=0, le=1)] = None,
+        avoid: Annotated[str | None, Field(description="add/update: for corrections, what to avoid")] = None,
+        fact_id: Annotated[int | None, Field(description="update/delete: the fact's id", ge=1)] = None,
+        sections: Annotated[
+            dict[str, str] | None,
+            Field(
+                description="set_sections: e.g. {work_context, personal_context, top_of_mind, recent_months, "
+                "earlier_context, long_term_background}; an empty text removes one"
+            ),
+        ] = None,
+        data: Annotated[dict[str, Any] | None, Field(description="import: an export's JSON")] = None,
+        replace: Annotated[bool, Field(description="import: clear the scope first")] = False,
+    ) -> dict[str, Any]:
+        """Read and change the facts of a scope (a user, an agent, a world) and its summary sections.
+
+        list returns {facts, sections}; add/update return the fact; export returns JSON that import takes."""
+        with _as_tool_error():
+            canonical, tenant = gate.scope(ctx, scope, world, agent)
+            memory = service.long_term
+            fields = {
+                k: v
+                for k, v in {"content": content, "category": category, "confidence": confidence, "avoid": avoid}.items()
+                if v is not None
+            }
+            if action == "list":
+                return {
+                    "facts": [f.to_dict() for f in memory.list_facts(canonical, tenant)],
+                    "sections": memory.sections(canonical, tenant),
+                }
+            if action == "add":
+                return memory.add_facts(canonical, [fields], tenant)[0].to_dict()
+            if action in ("update", "delete") and fact_id is None:
+                raise ToolError(f"fact_id: {action} needs the id of the fact")
+            if action == "update":
+                return memory.update_fact(canonical, fact_id or 0, fields, tenant).to_dict()
+            if action == "delete":
+                memory.delete_fact(canonical, fact_id or 0, tenant)
+                return {"deleted": True}
+            if action == "clear":
+                return {"removed": memory.clear_facts(canonical, tenant)}
+            if action == "export":
+                return memory.export_facts(canonical, tenant)
+            if action == "import":
+                return memory.import_facts(canonical, data or {}, replace, tenant)
+            return memory.set_sections(canonical, sections or {}, tenant)
+
+    @server.tool(name="memories")
+    async def memories(
+        ctx: ToolContext,
+        action: Annotated[Literal["add", "list", "delete"], Field(description="What to do")],
+        world: World = None,
+        agent: Agent = None,
+        content: Annotated[str | None, Field(description="add: what to remember", max_length=20_000)] = None,
+        type: Annotated[str, Field(description="add: a kind of memory, e.g. note, episode, preference")] = "note",
+        importance: Annotated[int, Field(description="add: 1 (trivia) to 10 (crucial)", ge=1, le=10)] = 5,
+        shared: Annotated[bool, Field(description="add: shared with every agent of the world, not private")] = False,
+        min_importance: Annotated[int, Field(description="list: the least importance", ge=1, le=10)] = 1,
+        memory_id: Annotated[int | None, Field(description="delete: the memory's id", ge=1)] = None,
+    ) -> dict[str, Any]:
+        """The agent's long-term memories: add one (private unless shared), list its own and the
+        world's shared ones (most important first), or delete one of its own."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            memory = service.long_term
+            if action == "add":
+                note = memory.add_note(
+                    world_id, content or "", type=type, importance=importance, agent=None if shared else agent_id
+                )
+                return note.to_dict()
+            if action == "list":
+                return {"memories": [n.to_dict() for n in memory.list_notes(world_id, agent_id, min_importance)]}
+            if memory_id is None:
+                raise ToolError("memory_id: delete needs the id of the memory")
+            memory.delete_note(world_id, memory_id, agent=agent_id)
+            return {"deleted": True}
+
+    @server.tool(name="search")
+    async def search(
+        ctx: ToolContext,
+        query: Annotated[str, Field(description="What to look for", min_length=1, max_length=10_000)],
+        world: World = None,
+        agent: Agent = None,
+        k: Annotated[int, Field(description="How many results", ge=1, le=1000)] = 10,
+        kinds: Annotated[
+            list[Literal["message", "memory", "fact"]] | None,
+            Field(description="What to search (default: messages, memories and facts)"),
+        ] = None,
+        method: Annotated[
+            Literal["hybrid", "bm25", "vector"], Field(description="hybrid fuses keywords and meaning")
+        ] = "hybrid",
+        chat_id: ChatId = None,
+        sender: Annotated[str | None, Field(description="Only messages from this sender", max_length=64)] = None,
+        min_importance: Annotated[int | None, Field(description="Only memories this important", ge=1, le=10)] = None,
+    ) -> dict[str, Any]:
+        """Search what the agent may see in its world: messages, the shared and its own memories, and
+        facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}."""
+        with _as_tool_error():
+            world_id, agent_id = gate.enter(ctx, world, agent)
+            results = service.long_term.search(
+                world_id,
+                query,
+                tenant=service.get_world(world_id).tenant,
+                kinds=kinds or ("message", "memory", "fact"),
+                k=k,
+                method=method,
+                agent=agent_id,
+                chat_id=chat_id,
+                sender=sender,
+                min_importance=min_importance,
+            )
+            return {"results": [r.to_dict() for r in results]}
 
     return server
 

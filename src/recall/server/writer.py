@@ -39,7 +39,7 @@ class PostWriter:
         for world, items in pending.items():
             self.transactions += 1
             try:
-                stored = self.service.store.append_messages(world, [new for new, _ in items])
+                stored = self.service.append_messages(world, [new for new, _ in items])
             except Exception as exc:  # noqa: BLE001 - every waiting post learns why its batch failed
                 for _, future in items:
                     if not future.done():

@@ -1,9 +1,21 @@
 """Storage: one protocol (`base.Store`), an embedded SQLite implementation, more to come."""
 
+from recall.retrieval.embeddings import embedder_for
+from recall.retrieval.indexer import BackgroundIndexer
+from recall.settings import Settings
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import SQLiteStore
+from recall.store.sqlite_search import SQLiteSearchIndex
 
-__all__ = ["NewMessage", "ParticipantRecord", "SQLiteStore", "Store", "WorldRecord", "open_store"]
+__all__ = [
+    "NewMessage",
+    "ParticipantRecord",
+    "SQLiteStore",
+    "Store",
+    "WorldRecord",
+    "open_search_index",
+    "open_store",
+]
 
 
 def open_store(location: str) -> Store:
@@ -13,3 +25,16 @@ def open_store(location: str) -> Store:
 
         raise InvalidInputError("db", "the PostgreSQL store is not available yet; use a SQLite file path")
     return SQLiteStore(location)
+
+
+def open_search_index(store: Store, settings: Settings) -> tuple[SQLiteSearchIndex | None, BackgroundIndexer | None]:
+    """The search index of a store, with the embedder the settings name, and its background
+    indexer (started) unless `settings.index_interval` is 0. (None, None) for a store
+    without one."""
+    embedder = embedder_for(settings.embeddings)
+    if not isinstance(store, SQLiteStore):
+        return None, None
+    index = SQLiteSearchIndex(store, embedder)
+    if not settings.index_interval > 0:
+        return index, None
+    return index, BackgroundIndexer(index, batch=settings.embed_batch, interval=settings.index_interval).start()

@@ -413,7 +413,9 @@ class SQLiteSearchIndex:
             return []
         ran: Method = method if self.embedder is not None else "bm25"
         if ran == "bm25":
-            return [_hit(row, ran, -row[10], bm25_rank=rank) for rank, row in enumerate(self._bm25(query, filters, k), 1)]
+            return [
+                _hit(row, ran, -row[10], bm25_rank=rank) for rank, row in enumerate(self._bm25(query, filters, k), 1)
+            ]
         if ran == "vector":
             return [
                 _hit(row, ran, _similarity(row[10]), vector_rank=rank, similarity=_similarity(row[10]))

@@ -1,0 +1,215 @@
+"""The extraction queue (spec §4): after an agent run, the service submits the thread's messages;
+a scope's extraction runs `debounce` seconds after its latest submit, so a burst of messages costs
+one model call per thread instead of one per message.
+
+- The newest snapshot per (scope, thread) wins; older snapshots of the same thread are dropped.
+- One background worker thread runs due work; `submit` never blocks on the model.
+- Runs never overlap: one scope's `load` → model → `apply` finishes before the next starts, so
+  each run sees the facts the previous one stored.
+- A model failure or an unreadable answer changes nothing and is logged as a warning
+  (logger `recall.extraction`); an exception from `load`/`apply` is logged with its traceback.
+  The queue never raises into the caller.
+- `close()` drops pending work (it does not flush): shutting down must not wait for model calls
+  the user never asked for. Call `flush()` first to keep it. An extraction already running is
+  allowed to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from recall.core.extraction import (
+    ExtractionParseError,
+    FactChanges,
+    extraction_messages,
+    parse_extraction,
+    plan_changes,
+    usable_messages,
+)
+from recall.core.facts import Fact
+from recall.core.models import Message
+from recall.llm.base import ChatModel, ModelError
+
+logger = logging.getLogger("recall.extraction")
+
+#: Reply tokens one extraction may use (sections plus a list of facts).
+EXTRACTION_MAX_TOKENS = 2000
+
+#: (tenant, scope) → (current facts, current sections)
+LoadFn = Callable[[str, str], tuple[list[Fact], dict[str, str]]]
+#: (tenant, scope, changes) → None; stores the changes
+ApplyFn = Callable[[str, str, FactChanges], None]
+
+
+@dataclass
+class _Pending:
+    due: float
+    #: thread id → newest snapshot; dict order is the order threads were first submitted.
+    threads: dict[str, tuple[Message, ...]] = field(default_factory=dict)
+
+
+class ExtractionQueue:
+    """Debounced, per-scope fact extraction in the background. Thread-safe."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        load: LoadFn,
+        apply: ApplyFn,
+        debounce: float = 30.0,
+        min_confidence: float = 0.7,
+        max_facts: int = 100,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
+    ) -> None:
+        """`load` returns a scope's current facts and sections; `apply` stores a `FactChanges`
+        (sections, then removals, then additions). With `background=False` no worker thread
+        runs and only `flush()` does work; `clock` is what `debounce` is measured against."""
+        if debounce < 0:
+            raise ValueError(f"debounce must be ≥ 0 seconds, got {debounce}")
+        self.model = model
+        self._load = load
+        self._apply = apply
+        self.debounce = debounce
+        self.min_confidence = min_confidence
+        self.max_facts = max_facts
+        self._clock = clock
+        self._background = background
+        self._pending: dict[tuple[str, str], _Pending] = {}
+        self._lock = threading.Condition()
+        #: Held while jobs are taken from `_pending` and run: runs never overlap, and `flush`
+        #: waits for a run already under way.
+        self._run_lock = threading.RLock()
+        self._worker: threading.Thread | None = None
+        self._closed = False
+
+    # -- the caller's side -----------------------------------------------------------------
+
+    def submit(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> None:
+        """Queue `messages` (the thread's conversation) for `scope`; returns at once."""
+        snapshot = tuple(messages)
+        with self._lock:
+            if self._closed:
+                logger.debug("extraction queue closed; dropped a submit for %s %s", tenant, scope)
+                return
+            key = (tenant, scope)
+            pending = self._pending.get(key)
+            due = self._clock() + self.debounce
+            if pending is None:
+                pending = self._pending[key] = _Pending(due)
+            pending.due = due
+            pending.threads[thread_id] = snapshot
+            if self._background and self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="recall-extraction", daemon=True)
+                self._worker.start()
+            self._lock.notify_all()
+
+    def flush(self, tenant: str | None = None, scope: str | None = None) -> int:
+        """Run the pending work now (all of it, or one tenant's, or one scope's), in this
+        thread; returns how many extractions ran (model calls made). Waits for a run that
+        is already under way first."""
+        with self._run_lock:
+            with self._lock:
+                keys = [
+                    k for k in self._pending if (tenant is None or k[0] == tenant) and (scope is None or k[1] == scope)
+                ]
+                jobs = [(k, self._pending.pop(k)) for k in keys]
+            return self._run_jobs(jobs)
+
+    def pending(self) -> list[tuple[str, str]]:
+        """(tenant, scope) pairs waiting to run, soonest first."""
+        with self._lock:
+            return [k for k, _ in sorted(self._pending.items(), key=lambda item: item[1].due)]
+
+    def depth(self) -> int:
+        """Pending (scope, thread) snapshots, for the queue-depth metric."""
+        with self._lock:
+            return sum(len(p.threads) for p in self._pending.values())
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the worker and drop pending work (flush first to keep it). Waits up to
+        `timeout` seconds (None: as long as it takes) for a run under way to finish."""
+        with self._lock:
+            self._closed = True
+            dropped = len(self._pending)
+            self._pending.clear()
+            self._lock.notify_all()
+            worker = self._worker
+        if dropped:
+            logger.info("extraction queue closed; dropped pending work for %d scope(s)", dropped)
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout)
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed:
+                    now = self._clock()
+                    soonest = min((p.due for p in self._pending.values()), default=None)
+                    if soonest is not None and soonest <= now:
+                        break
+                    self._lock.wait(None if soonest is None else soonest - now)
+                if self._closed:
+                    return
+            with self._run_lock:
+                with self._lock:
+                    now = self._clock()
+                    due = [k for k, p in self._pending.items() if p.due <= now]
+                    jobs = [(k, self._pending.pop(k)) for k in due]
+                try:
+                    self._run_jobs(jobs)
+                except Exception:  # never let the worker die
+                    logger.exception("extraction worker: unexpected error")
+
+    def _run_jobs(self, jobs: Sequence[tuple[tuple[str, str], _Pending]]) -> int:
+        runs = 0
+        for (tenant, scope), pending in jobs:
+            for thread_id, messages in pending.threads.items():
+                if self._run(tenant, scope, thread_id, messages):
+                    runs += 1
+        return runs
+
+    def _run(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> bool:
+        """One extraction; True when the model was called."""
+        if not usable_messages(messages):
+            logger.debug("extraction for %s (thread %s): no human messages or replies; skipped", scope, thread_id)
+            return False
+        try:
+            facts, sections = self._load(tenant, scope)
+        except Exception:
+            logger.exception("extraction for %s (thread %s) could not load the scope's facts", scope, thread_id)
+            return False
+        system, prompt = extraction_messages(messages, facts, sections)
+        try:
+            answer = self.model.complete(
+                prompt, system=system, max_tokens=EXTRACTION_MAX_TOKENS, temperature=0.0, json_output=True
+            )
+            result = parse_extraction(answer)
+        except (ModelError, ExtractionParseError) as e:
+            logger.warning("extraction for %s (thread %s) changed nothing: %s", scope, thread_id, e)
+            return True
+        except Exception:
+            logger.exception("extraction for %s (thread %s) failed; nothing changed", scope, thread_id)
+            return True
+        changes = plan_changes(
+            facts, result, self.min_confidence, self.max_facts, source=(thread_id or "extraction")[:200]
+        )
+        for content, reason in changes.skipped:
+            logger.debug("extraction for %s skipped %r: %s", scope, content, reason)
+        if changes.empty:
+            logger.info("extraction for %s (thread %s): nothing to change", scope, thread_id)
+            return True
+        try:
+            self._apply(tenant, scope, changes)
+        except Exception:
+            logger.exception("extraction for %s (thread %s) could not store its changes", scope, thread_id)
+            return True
+        logger.info("extraction for %s (thread %s): %s", scope, thread_id, changes.summary())
+        return True

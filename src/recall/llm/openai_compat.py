@@ -1,0 +1,108 @@
+"""Any OpenAI-compatible chat endpoint: OpenAI itself, a local Ollama (`http://localhost:11434/v1`),
+vLLM, LM Studio, and the like, through the official `openai` package.
+
+Local servers need no key, so a missing key is sent as a placeholder instead of failing before
+the request. Retries are kept to one: the callers run in the background and prefer a quick,
+logged failure to a long stall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+
+from recall.llm.base import ModelError, status_hint
+
+#: Seconds one request may take before it counts as failed.
+DEFAULT_TIMEOUT = 60.0
+#: Sent when no key is configured: local servers (Ollama, vLLM) ignore it.
+PLACEHOLDER_KEY = "not-needed"
+
+
+class OpenAICompatibleModel:
+    """A chat model behind an OpenAI-compatible `/chat/completions` endpoint."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 1,
+    ) -> None:
+        if not model:
+            raise ValueError("model must be a non-empty model name")
+        self.model = model
+        self.base_url = base_url or None
+        self.name = f"{self.provider}:{model}"
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=api_key or PLACEHOLDER_KEY, timeout=timeout, max_retries=max_retries
+        )
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        system: str | None = None,
+        max_tokens: int = 1024,
+        temperature: float | None = 0.0,
+        json_output: bool = False,
+    ) -> str:
+        chat: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        chat.extend(dict(m) for m in messages)
+        params: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": max_tokens}
+        if temperature is not None:
+            params["temperature"] = temperature
+        if json_output:
+            params["response_format"] = {"type": "json_object"}
+        # Newer OpenAI models reject `max_tokens` (they want `max_completion_tokens`) and a
+        # non-default temperature; other servers may not know `max_completion_tokens`. Start
+        # with the widely supported form and adapt once per rejected parameter.
+        for _ in range(3):
+            try:
+                response = self._client.chat.completions.create(**params)
+            except openai.BadRequestError as e:
+                if not _adapt(params, str(e.message)):
+                    raise self._error(e) from e
+                continue
+            except openai.OpenAIError as e:
+                raise self._error(e) from e
+            if not response.choices:
+                raise ModelError(self.provider, self.model, "the reply had no choices", base_url=self.base_url)
+            return response.choices[0].message.content or ""
+        raise ModelError(self.provider, self.model, "the endpoint kept rejecting the request", base_url=self.base_url)
+
+    def _error(self, e: openai.OpenAIError) -> ModelError:
+        if isinstance(e, openai.APIStatusError):
+            problem = f"{status_hint(e.status_code)}; the endpoint said: {_short(e.message)}"
+            return ModelError(self.provider, self.model, problem, status=e.status_code, base_url=self._url())
+        if isinstance(e, openai.APITimeoutError):
+            return ModelError(self.provider, self.model, "the request timed out", base_url=self._url())
+        if isinstance(e, openai.APIConnectionError):
+            problem = f"could not connect ({_short(str(e.__cause__ or e))}); is the server running?"
+            return ModelError(self.provider, self.model, problem, base_url=self._url())
+        return ModelError(self.provider, self.model, _short(str(e)), base_url=self._url())
+
+    def _url(self) -> str:
+        return str(self._client.base_url)
+
+
+def _adapt(params: dict[str, Any], message: str) -> bool:
+    """Change the parameter a 400 complained about; False when there is nothing to change."""
+    if "max_completion_tokens" in message and "max_tokens" in params:
+        params["max_completion_tokens"] = params.pop("max_tokens")
+        return True
+    if "temperature" in message and "temperature" in params:
+        del params["temperature"]
+        return True
+    return False
+
+
+def _short(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

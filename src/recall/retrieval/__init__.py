@@ -1,0 +1,1 @@
+"""Retrieval: embeddings, rank fusion and the background indexer behind semantic search."""

@@ -1,0 +1,66 @@
+"""`recall facts …`, `recall memory …` and `recall search …`: the forms scripts rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.test_cli import db, recall  # noqa: F401 - the fixture is used by name
+
+__all__ = ["db"]
+
+
+def test_facts_commands_round_trip(db: Path, tmp_path: Path) -> None:  # noqa: F811
+    added = json.loads(recall(db, "facts", "add", "user:maria", "Likes tea", "--category", "preference",
+                              "--confidence", "0.9"))  # fmt: skip
+    assert added["scope"] == "user:maria" and added["category"] == "preference"
+    updated = json.loads(recall(db, "facts", "update", "user:maria", str(added["id"]), "--confidence", "0.7"))
+    assert updated["confidence"] == 0.7
+    listed = json.loads(recall(db, "facts", "list", "user:maria", "--json"))
+    assert [f["content"] for f in listed["facts"]] == ["Likes tea"]
+    assert "Likes tea" in recall(db, "facts", "list", "user:maria")
+
+    export = tmp_path / "facts.json"
+    export.write_text(recall(db, "facts", "export", "user:maria"))
+    assert json.loads(recall(db, "facts", "import", "user:bob", str(export))) == {
+        "added": 1,
+        "skipped": 0,
+        "removed": 0,
+    }
+    recall(db, "facts", "delete", "user:maria", str(added["id"]))
+    assert json.loads(recall(db, "facts", "list", "user:maria", "--json"))["facts"] == []
+    recall(db, "facts", "clear", "user:bob")
+    assert json.loads(recall(db, "facts", "list", "user:bob", "--json"))["facts"] == []
+
+
+def test_facts_errors_exit_1_with_the_reason(db: Path, tmp_path: Path) -> None:  # noqa: F811
+    assert "confidence" in recall(db, "facts", "add", "user:maria", "x", "--confidence", "3", ok=False)
+    assert "scope" in recall(db, "facts", "list", "maria", ok=False)
+    assert "unknown fact" in recall(db, "facts", "delete", "user:maria", "99", ok=False)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    assert "cannot read" in recall(db, "facts", "import", "user:maria", str(broken), ok=False)
+
+
+def test_memory_commands(db: Path) -> None:  # noqa: F811
+    shared = json.loads(recall(db, "memory", "add", "w", "Deliveries on Monday", "--importance", "7"))
+    private = json.loads(recall(db, "memory", "add", "w", "Maria tips well", "--agent", "agent-a", "--type", "hunch"))
+    assert shared["owner"] is None and private["owner"] == "agent-a"
+    lines = recall(db, "memory", "list", "w", "--agent", "agent-a").splitlines()
+    assert [json.loads(line)["content"] for line in lines] == ["Deliveries on Monday", "Maria tips well"]
+    assert len(recall(db, "memory", "list", "w").splitlines()) == 1
+    assert "importance" in recall(db, "memory", "add", "w", "x", "--importance", "0", ok=False)
+
+
+def test_search_command_finds_messages_memories_and_facts(db: Path) -> None:  # noqa: F811
+    recall(db, "post", "w", "--sender", "maria", "--chat", "c1", "my parcel never arrived in Lyon")
+    recall(db, "post", "w", "--sender", "maria", "--chat", "c2", "the weather is lovely today")
+    recall(db, "memory", "add", "w", "Parcels to Lyon go through the Paris depot", "--importance", "6")
+    recall(db, "facts", "add", "world:w", "Lyon parcels take three days")
+    results = json.loads(recall(db, "search", "w", "parcel Lyon", "--k", "5", "--json"))
+    assert {r["kind"] for r in results} == {"message", "memory", "fact"}
+    assert "weather" not in json.dumps(results[:3])
+    only = json.loads(recall(db, "search", "w", "parcel", "--kind", "message", "--chat", "c1", "--json"))
+    assert [r["chat_id"] for r in only] == ["c1"]
+    assert "parcel" in recall(db, "search", "w", "parcel Lyon")
+    assert "k" in recall(db, "search", "w", "parcel", "--k", "0", ok=False)
