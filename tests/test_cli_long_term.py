@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
 from tests.test_cli import db, recall  # noqa: F401 - the fixture is used by name
 
 __all__ = ["db"]
@@ -64,3 +67,24 @@ def test_search_command_finds_messages_memories_and_facts(db: Path) -> None:  # 
     assert [r["chat_id"] for r in only] == ["c1"]
     assert "parcel" in recall(db, "search", "w", "parcel Lyon")
     assert "k" in recall(db, "search", "w", "parcel", "--k", "0", ok=False)
+
+
+def test_facts_extract_without_a_model_says_so(db: Path) -> None:  # noqa: F811
+    recall(db, "post", "w", "--sender", "maria", "I live in Lyon")
+    result = json.loads(recall(db, "facts", "extract", "w", "agent-a"))
+    assert result["queued"] is False and "no chat model" in result["reason"] and result["extractions"] == 0
+
+
+def test_facts_extract_with_the_configured_model(
+    db: Path,  # noqa: F811
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RECALL_LLM_MODEL", "test-model")
+    monkeypatch.setenv("RECALL_LLM_BASE_URL", model_server.openai_url)
+    recall(db, "post", "w", "--sender", "maria", "I live in Lyon and I am vegetarian")
+    model_server.script('{"new_facts": [{"content": "Is vegetarian", "category": "preference", "confidence": 0.9}]}')
+    result = json.loads(recall(db, "facts", "extract", "w", "agent-a"))
+    assert result["queued"] is True and result["extractions"] == 1
+    listed = json.loads(recall(db, "facts", "list", "user:maria", "--json"))
+    assert [f["content"] for f in listed["facts"]] == ["Is vegetarian"]

@@ -75,6 +75,10 @@ class Recall:
         `index_interval` is 0): call it when a search must see vectors for what was just written."""
         return self.service.long_term.refresh_index()
 
+    def flush_extraction(self, scope: str | None = None) -> int:
+        """Run queued fact extractions now instead of after their debounce; the model calls made."""
+        return self.service.long_term.flush_extraction(None, scope)
+
     def close(self) -> None:
         self.service.close()
 
@@ -279,6 +283,12 @@ class Agent:
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
         """The world's shared memories and this agent's own, most important first."""
         return self.service.long_term.list_notes(self.world_id, self.id, min_importance, limit)
+
+    def extract(self, chat: str | None = None, *, scope: str | None = None) -> dict[str, Any]:
+        """After a run: queue fact extraction from this agent's conversation in `chat` into
+        `scope` (default: the newest human's `user:ID`). Needs a chat model (`llm_model`);
+        without one it returns `{"queued": False, "reason": ...}`. See `Recall.flush_extraction`."""
+        return self.service.long_term.extract(self.world_id, self.id, chat, scope)
 
     def search(
         self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any

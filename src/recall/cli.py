@@ -369,6 +369,20 @@ def memory_list(
             sys.stdout.write(json.dumps(note.to_dict(), ensure_ascii=False) + "\n")
 
 
+@facts_app.command("extract")
+def facts_extract(
+    world: str,
+    agent: str,
+    chat: Annotated[str | None, typer.Option(help="The chat (default: the world's default chat).")] = None,
+    scope: Annotated[str | None, typer.Option(help="Where the facts go (default: the newest human's user:ID).")] = None,
+) -> None:
+    """Extract facts from an agent's conversation with the configured chat model (RECALL_LLM_*),
+    now; prints what was queued and how many model calls ran."""
+    with _open() as mem:
+        queued = mem.world(world).agent(agent).extract(chat, scope=scope)
+        _json({**queued, "extractions": mem.flush_extraction() if queued["queued"] else 0})
+
+
 class SearchMethod(StrEnum):
     hybrid = "hybrid"
     bm25 = "bm25"

@@ -12,9 +12,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from recall.core.context import ContextBlock
+from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
+from recall.core.extraction import FactChanges
 from recall.core.facts import (
     Fact,
     MemoryBlock,
@@ -29,6 +32,9 @@ from recall.core.facts import (
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
 from recall.errors import InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
+from recall.extraction import ExtractionQueue
+from recall.llm.base import ChatModel
+from recall.llm.factory import chat_model_from_settings
 from recall.settings import Settings
 from recall.store.base import NewNote, Note, Store, WorldRecord
 
@@ -112,9 +118,24 @@ class LongTermMemory:
         self._check_agent = check_agent
         self.index = index
         self.indexer = indexer
+        model = chat_model_from_settings(settings)
+        #: Debounced fact extraction; None when no chat model is configured (extraction off).
+        self.extraction = None if model is None else self._extraction_queue(model)
+
+    def _extraction_queue(self, model: ChatModel) -> ExtractionQueue:
+        return ExtractionQueue(
+            model,
+            lambda tenant, scope: (self.store.list_facts(tenant, scope), self.store.get_sections(tenant, scope)),
+            self._apply_extraction,
+            debounce=self.settings.extraction_debounce,
+            min_confidence=self.settings.extraction_min_confidence,
+            max_facts=self.settings.max_facts,
+        )
 
     def close(self) -> None:
         """Stop background work (the indexer, the extraction queue)."""
+        if self.extraction is not None:
+            self.extraction.close(timeout=5.0)
         if self.indexer is not None:
             self.indexer.stop()
 
@@ -288,6 +309,49 @@ class LongTermMemory:
     def _unindex_facts(self, ids: Sequence[int]) -> None:
         if self.index is not None and ids:
             self.index.remove("fact", ids)
+
+    # -- extraction (spec §4) -------------------------------------------------------------
+
+    def extract(
+        self, world_id: str, agent_id: str, chat_id: str | None = None, scope: str | None = None, tenant: str = ""
+    ) -> dict[str, Any]:
+        """Queue fact extraction from the agent's conversation in a chat (call it after an
+        agent run). The facts go to `scope`, by default the newest human's `user:ID`. Returns
+        at once; the model runs after the debounce, or on `flush_extraction`."""
+        world = self._get_world(world_id)
+        if world.tenant != tenant:
+            raise UnknownWorldError(world_id)
+        agent = self._check_agent(world.id, agent_id)
+        if chat_id is not None and not isinstance(chat_id, str):
+            raise InvalidInputError("chat_id", "must be text")
+        newest_first = list(islice(self.store.iter_memory(world.id, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
+        if scope is None:
+            human = next((m.sender for m in newest_first if m.sender_type is SenderType.HUMAN), None)
+            if human is None:
+                return {"queued": False, "reason": "no human message in this chat to learn about"}
+            scope = f"user:{human.lower()}"
+        canonical = self.scope(scope, tenant)
+        if self.extraction is None:
+            return {"queued": False, "scope": canonical, "reason": "no chat model configured (settings.llm_model)"}
+        thread = f"{world.id}/{agent}/{chat_id or ''}"
+        self.extraction.submit(tenant, canonical, thread, newest_first[::-1])
+        return {"queued": True, "scope": canonical, "thread": thread, "messages": len(newest_first)}
+
+    def flush_extraction(self, tenant: str | None = None, scope: str | None = None) -> int:
+        """Run queued extractions now (all, one tenant's, or one scope's); the model calls made."""
+        return 0 if self.extraction is None else self.extraction.flush(tenant, scope)
+
+    def _apply_extraction(self, tenant: str, scope: str, changes: FactChanges) -> None:
+        written = self.store.change_facts(
+            tenant,
+            scope,
+            datetime.now(UTC),
+            add=changes.add,
+            remove_ids=changes.remove_ids,
+            sections=changes.sections or None,
+        )
+        self._unindex_facts(written.removed)
+        self._index_facts(tenant, written.added)
 
     # -- notes: long-term memories --------------------------------------------------------
 

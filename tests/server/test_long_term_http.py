@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
-from tests.server.conftest import LiveServer, post
+from recall.server.config import ServerConfig
+from recall.settings import Settings
+from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
+from tests.server.conftest import KEYS, LiveServer, post, start_server, stop_server
 
 
 def test_fact_lifecycle_over_http(client: httpx.Client) -> None:
@@ -109,3 +114,38 @@ def test_tenants_never_share_facts(secured: LiveServer) -> None:
         assert globex.get("/v1/worlds/w/memories").status_code == 404
         assert globex.post("/v1/worlds/w/search", json={"query": "acme"}).status_code == 404
         assert globex.get("/v1/scopes").json() == {"scopes": []}
+
+
+def test_extraction_over_http_with_a_real_model_server(tmp_path: Path, model_server: ModelServer) -> None:
+    settings = Settings(
+        llm_model="test-model", llm_base_url=model_server.openai_url, extraction_debounce=3600.0, index_interval=0
+    )
+    server = start_server(tmp_path / "x.db", ServerConfig(keys=KEYS, rate_limit=0), settings)
+    try:
+        with server.client("acme-admin") as admin, server.client("acme-a") as agent_a:
+            admin.post("/v1/worlds", json={"id": "w"}).raise_for_status()
+            admin.post("/v1/worlds/w/agents", json={"id": "agent-a"}).raise_for_status()
+            admin.post("/v1/worlds/w/agents", json={"id": "agent-b"}).raise_for_status()
+            admin.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+            post(admin, "maria", "@agent-a I run a bakery in Porto.")
+
+            queued = agent_a.post("/v1/worlds/w/agents/agent-a/extract", json={})
+            assert queued.status_code == 202, queued.text
+            assert queued.json()["queued"] is True and queued.json()["scope"] == "user:maria"
+            assert "recall_extraction_queue_depth 1" in admin.get("/metrics").text
+            # An agent key extracts only as itself, and never into another agent's facts.
+            assert agent_a.post("/v1/worlds/w/agents/agent-b/extract", json={}).status_code == 403
+            assert agent_a.post(
+                "/v1/worlds/w/agents/agent-a/extract", json={"scope": "agent:w/agent-b"}
+            ).status_code == 403  # fmt: skip
+            assert agent_a.post("/v1/extraction/flush").status_code == 403
+
+            model_server.script('{"new_facts": [{"content": "Runs a bakery in Porto", "category": "knowledge", '
+                                '"confidence": 0.95}]}')  # fmt: skip
+            assert admin.post("/v1/extraction/flush").json() == {"extractions": 1}
+            facts = admin.get("/v1/scopes/user:maria/facts").json()["facts"]
+            assert [f["content"] for f in facts] == ["Runs a bakery in Porto"]
+            bad = admin.post("/v1/worlds/w/agents/agent-a/extract", json={"chat_id": 5})
+            assert bad.status_code == 422 and "chat_id" in bad.text
+    finally:
+        stop_server(server)

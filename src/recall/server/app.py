@@ -180,7 +180,12 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse, summary="Prometheus metrics")
     async def metrics() -> str:
-        return state.metrics.render(waiting=state.notifier.waiting(), rate_limited=state.limiter.rejected)
+        extraction = service.long_term.extraction
+        return state.metrics.render(
+            waiting=state.notifier.waiting(),
+            rate_limited=state.limiter.rejected,
+            extraction_queue=0 if extraction is None else extraction.depth(),
+        )
 
     # -- worlds and participants ----------------------------------------------------------------
 

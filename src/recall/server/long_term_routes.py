@@ -8,6 +8,7 @@ its own agent scope, never another agent's; it searches and lists only what it m
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -174,6 +175,26 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         world_id, agent_id = agent_of(world, agent, who)
         memory.delete_note(world_id, note_id, agent=agent_id)
         return {"deleted": True}
+
+    # -- extraction ---------------------------------------------------------------------------
+
+    @app.post(
+        "/v1/worlds/{world}/agents/{agent}/extract",
+        status_code=202,
+        tags=["facts"],
+        summary="Queue fact extraction from an agent's conversation (after its run)",
+    )
+    async def extract(world: str, agent: str, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
+        record = world_of(world, who)
+        world_id, agent_id = agent_of(world, agent, who)
+        scope = None if body.scope is None else scope_of(body.scope, who)[0]
+        return memory.extract(world_id, agent_id, body.chat_id, scope, record.tenant)
+
+    @app.post("/v1/extraction/flush", tags=["facts"], summary="Run the caller's queued fact extractions now")
+    async def flush_extraction(who: Caller) -> dict[str, int]:
+        who.require_admin("flush the extraction queue")
+        # Model calls take seconds: off the event loop, so waiting checks keep being answered.
+        return {"extractions": await asyncio.to_thread(memory.flush_extraction, who.tenant)}
 
     # -- search -----------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ class Metrics:
         self.context_tokens.update(report.sections)
         self.excluded.update(report.excluded)
 
-    def render(self, *, waiting: int, rate_limited: int) -> str:
+    def render(self, *, waiting: int, rate_limited: int, extraction_queue: int = 0) -> str:
         lines: list[str] = []
 
         def metric(name: str, kind: str, help_text: str, samples: dict[str, float] | float) -> None:
@@ -73,4 +73,7 @@ class Metrics:
             {f'reason="{k}"': v for k, v in self.excluded.items()},
         )
         metric("rate_limited_total", "counter", "Requests refused by the per-agent rate limit.", rate_limited)
+        metric(
+            "extraction_queue_depth", "gauge", "Conversation snapshots waiting for fact extraction.", extraction_queue
+        )
         return "\n".join(lines) + "\n"

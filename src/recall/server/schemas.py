@@ -154,6 +154,12 @@ class NoteIn(Body):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExtractIn(Body):
+    chat_id: str | None = Field(default=None, max_length=64)
+    #: Where the facts go; default the newest human's `user:ID`.
+    scope: str | None = Field(default=None, max_length=200)
+
+
 class SearchIn(Body):
     query: str = Field(min_length=1, max_length=10_000)
     k: int = Field(default=10, ge=1, le=1000)
