@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ from rich.table import Table
 
 from recall.api import Recall, World
 from recall.service import PostRequest
+from recall.settings import Settings
 from recall.store import sqlite as sqlite_store
 
 TARGET_CONTEXT_P95_MS = 5.0
@@ -326,6 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, default=None, help="SQLite file to create (default: a temp file)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--embeddings",
+        choices=("none", "minilm"),
+        default="none",
+        help="embedding model of the search index; 'none' (default) keeps the background indexer from embedding"
+        " the 100k messages while builds are timed (bench/search_bench.py measures semantic search)",
+    )
     args = parser.parse_args(argv)
     if min(args.messages, args.agents, args.chats, args.builds, args.batch_size) < 1 or args.humans < 0:
         parser.error("--messages, --agents, --chats, --builds and --batch-size must be at least 1")
@@ -349,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     profiled = make_workload(args.profile_batches * args.batch_size, agents, humans, chats, rng)
 
     try:
-        with Recall(db_path) as mem:
+        # Indexing runs on demand only: a background indexer would compete with the timed builds.
+        settings = replace(Settings.from_env(), embeddings=args.embeddings, index_interval=0)
+        with Recall(db_path, settings) as mem:
             # -- batched ingest ---------------------------------------------------------------
             world = setup_world(mem, "bench", agents, humans)
             batch_ms: list[float] = []

@@ -565,7 +565,8 @@ class LongTermMemory:
         self, world: WorldRecord, agent_id: str, recent: Sequence[Message], conversation: str
     ) -> ContextBlock:
         limit = self.settings.similar_limit
-        if limit <= 0 or self.index is None or not conversation.strip():
+        # Similarity needs vectors: without an embedder there is nothing to measure it by.
+        if limit <= 0 or self.index is None or not self.index.has_vectors or not conversation.strip():
             return ContextBlock("similar", "")
         seen = {m.id for m in recent}
         hits = self.index.search(

@@ -104,6 +104,36 @@ def test_agent_keys_reach_their_own_scope_only(secured: LiveServer) -> None:
         assert notes == []
 
 
+def test_search_over_http_finds_and_filters_and_keeps_private_memories_private(secured: LiveServer) -> None:
+    with secured.client("acme-admin") as admin:
+        post(admin, "maria", "My parcel to Lyon never arrived", chat_id="t1")
+        post(admin, "maria", "The weather in Lisbon is lovely", chat_id="t2")
+        admin.post("/v1/worlds/w/memories", json={"content": "Lyon parcels go via Paris", "importance": 6})
+        admin.post("/v1/worlds/w/agents/agent-b/memories", json={"content": "Lyon depot code is 4411"})
+        admin.post("/v1/scopes/world:w/facts", json={"content": "Lyon deliveries take three days"})
+        secured.mem.refresh_index()  # embed now rather than within the indexer's next seconds
+
+        found = admin.post("/v1/worlds/w/search", json={"query": "parcel Lyon", "k": 10}).json()["results"]
+        assert {r["kind"] for r in found} == {"message", "memory", "fact"}
+        message = next(r for r in found if r["kind"] == "message")
+        assert message["text"] == "maria: My parcel to Lyon never arrived" and message["chat_id"] == "t1"
+        assert "weather" not in " ".join(r["text"] for r in found[:4])
+        only = admin.post(
+            "/v1/worlds/w/search", json={"query": "Lyon", "kinds": ["message"], "chat_id": "t2", "method": "bm25"}
+        ).json()["results"]
+        assert only == []  # the Lyon message is in chat t1
+        bad = admin.post("/v1/worlds/w/search", json={"query": "x", "k": 0})
+        assert bad.status_code == 422 and "k" in bad.text
+
+    with secured.client("acme-a") as a:
+        mine = a.post("/v1/worlds/w/agents/agent-a/search", json={"query": "Lyon depot code"}).json()["results"]
+        assert "4411" not in " ".join(r["text"] for r in mine)  # agent-b's private memory
+        assert a.post("/v1/worlds/w/agents/agent-b/search", json={"query": "Lyon"}).status_code == 403
+    with secured.client("acme-b") as b:
+        theirs = b.post("/v1/worlds/w/agents/agent-b/search", json={"query": "Lyon depot code"}).json()["results"]
+        assert theirs[0]["text"] == "Lyon depot code is 4411"
+
+
 def test_tenants_never_share_facts(secured: LiveServer) -> None:
     with secured.client("acme-admin") as acme:
         assert acme.post("/v1/scopes/user:maria/facts", json={"content": "acme's maria"}).status_code == 201
