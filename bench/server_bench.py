@@ -193,6 +193,8 @@ class Server:
     db: Path
     port: int
     log: Path
+    #: The server's embedding model (`RECALL_EMBEDDINGS`): its index worker embeds every post.
+    embeddings: str = "minilm"
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -213,6 +215,7 @@ class Server:
             "0",
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}  # flags only
+        env["RECALL_EMBEDDINGS"] = self.embeddings
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -254,8 +257,8 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(db: Path, log: Path) -> Iterator[Server]:
-    server = Server(db, free_port(), log)
+def running_server(db: Path, log: Path, embeddings: str) -> Iterator[Server]:
+    server = Server(db, free_port(), log, embeddings)
     try:
         server.start()
         yield server
@@ -815,6 +818,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--embeddings",
+        choices=("minilm", "none"),
+        default="minilm",
+        help="the server's embedding model; with minilm its index worker embeds every post while the load runs",
+    )
     args = parser.parse_args(argv)
     sizes = (
         {"posts": 300, "concurrency": [16], "context_messages": 500, "builds": 100, "waiters": 100, "rounds": 3}
@@ -844,7 +853,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     alive = False
     try:
         try:
-            with running_server(db_path, log_path) as server:
+            with running_server(db_path, log_path, args.embeddings) as server:
                 try:
                     results = run_async(bench(args, server, console))
                 finally:
@@ -864,6 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seconds": time.perf_counter() - started,
             "config": {
                 "quick": args.quick,
+                "embeddings": args.embeddings,
                 "agents": args.agents,
                 "posts": args.posts,
                 "concurrency": args.concurrency,
@@ -925,7 +935,8 @@ def print_results(console: Console, r: dict[str, Any]) -> None:
     console.print(
         f"[bold]recall server bench[/bold]{' (quick)' if cfg['quick'] else ''}: {cfg['agents']} agents, "
         f"{cfg['waiters']:,} waiters; {m['cpu_count']} CPUs shared by client and server; Python {m['python']}, "
-        f"httpx {m['httpx']}; recall {m['recall_commit']}; {r['seconds']:.0f} s"
+        f"httpx {m['httpx']}; recall {m['recall_commit']}; embeddings {cfg.get('embeddings', 'minilm')};"
+        f" {r['seconds']:.0f} s"
     )
     met = r.get("met", {})
     if "posts" in r:

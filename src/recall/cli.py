@@ -383,6 +383,26 @@ def facts_extract(
         _json({**queued, "extractions": mem.flush_extraction() if queued["queued"] else 0})
 
 
+@app.command("index")
+def index_command(
+    once: Annotated[bool, typer.Option(help="Index everything pending, then exit.")] = False,
+) -> None:
+    """Keep the search index up to date: copy new messages and embed them in batches, until
+    stopped (Ctrl-C). `recall serve` runs this for its store by itself; run it by hand beside
+    other processes that write the store, or with --once after a bulk import."""
+    from recall.index_worker import run_worker
+
+    try:
+        done = run_worker(_state.get("db") or default_db(), Settings.from_env(), once=once)
+    except RecallError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        return
+    if once:
+        err.print(f"indexed: {done} steps of work (messages copied + vectors stored)")
+
+
 class SearchMethod(StrEnum):
     hybrid = "hybrid"
     bm25 = "bm25"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.processes import children, gone
 from tests.server.conftest import free_port
 
 RECALL = str(Path(sys.executable).with_name("recall"))
@@ -60,9 +61,15 @@ def test_unread_messages_survive_sigkill(tmp_path: Path) -> None:
             for i in range(20)
         ]
         c.post("/v1/worlds/w/agents/agent-a/inbox/ack", json={"ids": posted[:5]}).raise_for_status()
+        workers = children(proc.pid)
+        assert len(workers) == 1, "the server runs one search index worker"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         c.close()
+        deadline = time.monotonic() + 15
+        while not gone(workers[0]):  # the worker ends with the killed server
+            assert time.monotonic() < deadline, "the index worker outlived the server"
+            time.sleep(0.05)
 
     with server_process(db, port):
         c = httpx.Client(base_url=url, timeout=10)

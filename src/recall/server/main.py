@@ -1,11 +1,17 @@
-"""Assemble the server: the store named by the config, the service, the REST app and MCP."""
+"""Assemble the server: the store named by the config, the service, the REST app, MCP, and the
+search index worker process."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from fastapi import FastAPI
 
 from recall.api import Recall
 from recall.demo import build_demo_world
+from recall.index_worker import start_worker_process, stop_worker_process
 from recall.server.app import create_app
 from recall.server.config import ServerConfig
 from recall.server.mcp import mount_mcp
@@ -13,9 +19,24 @@ from recall.settings import Settings
 
 
 def build_app(config: ServerConfig) -> FastAPI:
-    mem = Recall(config.db, Settings.from_env())
+    settings = Settings.from_env()
+    # Embedding runs in a worker process (see recall.index_worker), not in a thread of the
+    # server's: a file store can be shared; an in-memory one keeps the thread.
+    worker = settings.index_interval > 0 and config.db != ":memory:"
+    mem = Recall(config.db, replace(settings, index_interval=0) if worker else settings)
     if config.demo and not mem.service.list_worlds():
         build_demo_world(mem)
     app = create_app(mem.service, config)
     mount_mcp(app)
+    if worker:
+
+        @asynccontextmanager
+        async def index_worker() -> AsyncIterator[None]:
+            process = start_worker_process(config.db)
+            try:
+                yield
+            finally:
+                stop_worker_process(process)
+
+        app.state.lifespans.append(index_worker)
     return app
