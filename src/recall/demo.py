@@ -1,7 +1,8 @@
 """A small multi-agent world that shows what each agent's model would see.
 
 A customer talks to a support team of three agents. Every agent hears every message, yet
-each one's context holds only what it was addressed in, plus what it said itself.
+each one's context holds only what it was addressed in, plus what it said itself. A few facts
+about the customer and a team memory show the `<memory>` block and long-term memories.
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ CONVERSATION: list[tuple[str, str]] = [
     ("maria", "@tech also, the app crashes when I upload a photo."),
 ]
 
+#: (content, category, confidence) about the customer, scope user:maria.
+FACTS: list[tuple[str, str, float]] = [
+    ("Uses the Android app, version 4.2", "context", 0.9),
+    ("Prefers short answers without jargon", "preference", 0.85),
+    ("Was double-charged once before, in March", "knowledge", 0.8),
+]
+#: (content, importance): memories shared by the whole team.
+MEMORIES: list[tuple[str, int]] = [
+    ("Payment webhooks retry after 10 s timeouts; duplicates are refunded by billing", 8),
+    ("Photo upload crashes on Android 4.2 are tracked as bug APP-311", 7),
+]
+
 
 def build_demo_world(mem: Recall, world_id: str = DEMO_WORLD) -> World:
     """Create the demo world with its team and conversation (only when it is empty)."""
@@ -48,4 +61,9 @@ def build_demo_world(mem: Recall, world_id: str = DEMO_WORLD) -> World:
         world.add_agent(agent_id, **settings)  # type: ignore[arg-type]
     for sender, content in CONVERSATION:
         world.post(sender, content)
+    customer = mem.scope("user:maria")
+    for content, category, confidence in FACTS:
+        customer.add(content, category=category, confidence=confidence)
+    for content, importance in MEMORIES:
+        world.add_memory(content, importance=importance)
     return world

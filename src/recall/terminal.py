@@ -39,8 +39,12 @@ def report_table(ctx: Context) -> Table:
         table.add_column(column, justify="right" if column in ("id", "tokens") else "left")
     for item in report.items:
         status = "[green]included[/]" if item.included else "[red]excluded[/]"
-        where = item.section if item.included else item.reason
-        table.add_row(str(item.id), item.sender or "", status, where or "", str(item.tokens) if item.included else "")
+        where = (item.section if item.included else item.reason) or ""
+        if item.score and "score" in item.score:  # a ranked fact
+            where += f" · score {item.score['score']:.2f}"
+        label = str(item.id) if item.kind == "message" else f"{item.kind} {item.id}"
+        tokens = str(item.tokens) if item.included and item.tokens else ""
+        table.add_row(label, item.sender or "", status, where, tokens)
     for reason, n in sorted(report.unlisted.items()):
         table.add_row("…", "", "[red]excluded[/]", f"{reason} ({n} not listed)", "")
     return table
