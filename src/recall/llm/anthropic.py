@@ -14,35 +14,20 @@ from typing import Any
 import anthropic
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.llm.base import ModelError, status_hint
-from recall.llm.openai_compat import DEFAULT_TIMEOUT, PLACEHOLDER_KEY, _short
+from recall.llm.base import HostedModel, ModelError, status_hint
+from recall.llm.openai_compat import _short
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
 JSON_INSTRUCTION = "Reply with one JSON object and nothing else: no prose, no code fences."
 
 
-class AnthropicModel:
+class AnthropicModel(HostedModel):
     """A Claude model (or anything that speaks the Anthropic Messages API at `base_url`)."""
 
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = 1,
-    ) -> None:
-        if not model:
-            raise ValueError("model must be a non-empty model name")
-        self.model = model
-        self.base_url = base_url or None
-        self.name = f"{self.provider}:{model}"
-        self._client = anthropic.Anthropic(
-            base_url=self.base_url, api_key=api_key or PLACEHOLDER_KEY, timeout=timeout, max_retries=max_retries
-        )
+    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        return anthropic.Anthropic(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def complete(
         self,

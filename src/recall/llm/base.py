@@ -9,7 +9,7 @@ type and can log its message as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from recall.errors import RecallError
 
@@ -36,6 +36,42 @@ class ChatModel(Protocol):
         provider's JSON mode where it has one). Raises `ModelError` on any failure.
         """
         ...
+
+
+#: Seconds one request may take before it counts as failed.
+DEFAULT_TIMEOUT = 60.0
+#: Sent when no key is configured: local servers (Ollama, vLLM) ignore it.
+PLACEHOLDER_KEY = "not-needed"
+
+
+class HostedModel:
+    """What the adapters share: a model name on a provider, reached through its official client.
+
+    Local servers need no key, so a missing key is sent as a placeholder instead of failing
+    before the request. Retries are kept to one by default: the callers run in the background
+    and prefer a quick, logged failure to a long stall."""
+
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 1,
+    ) -> None:
+        if not model:
+            raise ValueError("model must be a non-empty model name")
+        self.model = model
+        self.base_url = base_url or None
+        self.name = f"{self.provider}:{model}"
+        self._client = self._make_client(api_key or PLACEHOLDER_KEY, timeout, max_retries)
+
+    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        """The provider's client for `self.base_url`."""
+        raise NotImplementedError
 
 
 class ModelError(RecallError):

@@ -13,36 +13,16 @@ from typing import Any
 
 import openai
 
-from recall.llm.base import ModelError, status_hint
-
-#: Seconds one request may take before it counts as failed.
-DEFAULT_TIMEOUT = 60.0
-#: Sent when no key is configured: local servers (Ollama, vLLM) ignore it.
-PLACEHOLDER_KEY = "not-needed"
+from recall.llm.base import HostedModel, ModelError, status_hint
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(HostedModel):
     """A chat model behind an OpenAI-compatible `/chat/completions` endpoint."""
 
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = 1,
-    ) -> None:
-        if not model:
-            raise ValueError("model must be a non-empty model name")
-        self.model = model
-        self.base_url = base_url or None
-        self.name = f"{self.provider}:{model}"
-        self._client = openai.OpenAI(
-            base_url=self.base_url, api_key=api_key or PLACEHOLDER_KEY, timeout=timeout, max_retries=max_retries
-        )
+    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def complete(
         self,
