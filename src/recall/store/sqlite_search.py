@@ -451,10 +451,13 @@ class SQLiteSearchIndex:
             return []
         where, params = _sql_filters(f)
         # FTS5 ranks the whole corpus's matches, then the item filters apply; the join goes
-        # FTS-first because a MATCH is the selective part for most queries.
+        # FTS-first because a MATCH is the selective part for most queries. CROSS JOIN makes
+        # SQLite keep that order: with a plain JOIN the planner drives from search_items' kind
+        # index and runs the full-text query once per item (measured on a 419-message world:
+        # 68 ms per search instead of 1 ms).
         return self._store._read(
             f"SELECT {_ITEM_COLUMNS}, bm25(search_fts) AS rank FROM search_fts"
-            " JOIN search_items s ON s.id = search_fts.rowid"
+            " CROSS JOIN search_items s ON s.id = search_fts.rowid"
             f" WHERE search_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
             (expression, *params, limit),
         )
