@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tests.processes import gone
 
 from recall import Recall, Settings
@@ -36,9 +37,13 @@ def _embedded(mem: Recall) -> tuple[int, int]:
     return int(total), int(done)
 
 
-def test_a_worker_indexes_what_another_process_stored_and_stops_on_sigterm(tmp_path: Path) -> None:
+def test_a_worker_indexes_what_another_process_stored_and_stops_on_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "r.db"
     mem = _world(path)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
     worker = start_worker_process(str(path))
     try:
         deadline = time.monotonic() + 60
@@ -46,6 +51,11 @@ def test_a_worker_indexes_what_another_process_stored_and_stops_on_sigterm(tmp_p
             assert worker.poll() is None, "the worker died"
             assert time.monotonic() < deadline, f"not indexed in time: {_embedded(mem)}"
             time.sleep(0.1)
+        # One BLAS thread, so the worker leaves a core to the server; a user's own setting wins.
+        environ = dict(
+            item.split("=", 1) for item in Path(f"/proc/{worker.pid}/environ").read_text().split("\0") if "=" in item
+        )
+        assert environ["OPENBLAS_NUM_THREADS"] == "1" and environ["OMP_NUM_THREADS"] == "3"
         hits = mem.world("w").search("coffee maker broken", k=1, method="vector")
         assert hits[0].text.startswith("maria: The espresso machine")
     finally:

@@ -21,7 +21,14 @@ from recall.retrieval.embeddings import Embedder, default_embedder
 from recall.retrieval.indexer import BackgroundIndexer
 from recall.service import PostRequest
 from recall.store.sqlite import SQLiteStore
-from recall.store.sqlite_search import IndexItem, SQLiteSearchIndex, match_expression, message_text
+from recall.store.sqlite_search import (
+    HYBRID_RRF_K,
+    HYBRID_WEIGHTS,
+    IndexItem,
+    SQLiteSearchIndex,
+    match_expression,
+    message_text,
+)
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 #: These tests drive the index themselves: no background indexer of the store's own.
@@ -129,7 +136,10 @@ def test_hybrid_fuses_both_rankings(setup: Setup) -> None:
     assert set(_ids(hits[:2])) == {setup.messages[0].id, setup.messages[1].id}
     assert all(h.bm25_rank is not None and h.vector_rank is not None for h in hits[:2])
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert hits[0].score == pytest.approx(1 / (60 + hits[0].bm25_rank) + 1 / (60 + hits[0].vector_rank))
+    weights, k = HYBRID_WEIGHTS, HYBRID_RRF_K
+    assert hits[0].score == pytest.approx(
+        weights["bm25"] / (k + hits[0].bm25_rank) + weights["vector"] / (k + hits[0].vector_rank)
+    )
     # A paraphrase only the vectors find still comes back in a hybrid search.
     assert _search(setup, "computer display smashed", k=1)[0].source_id == setup.messages[2].id
 
@@ -260,6 +270,42 @@ def test_index_messages_is_incremental_and_survives_reopening(tmp_path: Path, em
     mem.close()
 
 
+def _contexts(store: SQLiteStore) -> dict[int, str]:
+    return dict(store._read("SELECT source_id, context FROM search_items WHERE kind = 'message'"))
+
+
+@pytest.mark.parametrize("batch", [1, 3, 1000])
+def test_a_message_is_indexed_with_the_turn_before_it_in_its_chat(tmp_path: Path, batch: int) -> None:
+    mem = Recall(tmp_path / "recall.db", settings=MANUAL)
+    messages = _post_conversation(mem)
+    store = _store(mem)
+    index = SQLiteSearchIndex(store)
+    while index.index_messages(limit=batch):
+        pass  # batches of 1 and 3 look the previous turn up in the index, not in the batch
+    text = {m.id: message_text(m) for m in messages}
+    m = [message.id for message in messages]
+    # The default chat and ticket-7 interleave; each message's context is its own chat's turn.
+    assert _contexts(store) == {
+        m[0]: "", m[1]: text[m[0]], m[2]: "", m[3]: text[m[2]],
+        m[4]: text[m[1]], m[5]: text[m[4]], m[6]: text[m[5]], m[7]: text[m[3]],
+    }  # fmt: skip
+    mem.close()
+
+
+def test_a_reply_is_found_by_the_words_of_the_turn_it_answers(setup: Setup) -> None:
+    # "warranty" is only in message 3; message 7 follows it in ticket-7 and comes second, below
+    # the message that has the word itself. Message 4 follows it by id but in another chat.
+    hits = _search(setup, "warranty", method="bm25")
+    assert _ids(hits) == [setup.messages[3].id, setup.messages[7].id]
+    assert hits[1].text == message_text(setup.messages[7])  # the hit shows its own text
+
+
+def test_stop_words_are_left_out_of_keyword_queries() -> None:
+    assert match_expression("What did she say about the laptop?") == '"say" OR "laptop"'
+    # A query of nothing but stop words still searches for them.
+    assert match_expression("to be or not to be") == '"to" OR "be" OR "or" OR "not"'
+
+
 def test_add_replaces_an_item_and_remove_deletes_it(setup: Setup) -> None:
     index = setup.index
     index.add([_note(7, "The spare keys are under the blue flowerpot.")])
@@ -333,7 +379,7 @@ def test_hostile_queries_do_not_raise(setup: Setup) -> None:
         for method in METHODS:
             _search(setup, query, method=method)
     assert _ids(_search(setup, 'laptop" OR "x', method="bm25"))  # still finds the words
-    assert match_expression('a "b" NEAR(c) d*') == '"a" OR "b" OR "near" OR "c" OR "d"'
+    assert match_expression('x "b" NEAR(c) y*') == '"x" OR "b" OR "near" OR "c" OR "y"'
     assert _search(setup, "   ") == [] and _search(setup, "") == []
 
 
@@ -387,7 +433,8 @@ def test_without_an_embedder_searches_fall_back_to_bm25(tmp_path: Path) -> None:
         assert index.pending() == 0  # nothing will ever be embedded, so nothing is pending
         for method in METHODS:
             hits = index.search("invoice", tenant="", space="w", method=method)  # type: ignore[arg-type]
-            assert _ids(hits) == [messages[0].id]
+            # The invoice message, then the reply to it (found through its context).
+            assert _ids(hits) == [messages[0].id, messages[1].id]
             assert hits[0].method == "bm25"
         assert _store(mem)._read("SELECT COUNT(*) FROM sqlite_master WHERE name = 'search_vec'")[0][0] == 0
 

@@ -100,8 +100,10 @@ def store(path: Path) -> Iterator[SQLiteStore]:
 
 
 @pytest.fixture
-def service(store: SQLiteStore) -> RecallService:
-    return RecallService(store)
+def service(store: SQLiteStore) -> Iterator[RecallService]:
+    service = RecallService(store)
+    yield service
+    service.long_term.close()  # stops its background indexer before the store closes
 
 
 # -- schema and files ---------------------------------------------------------------------
@@ -129,6 +131,44 @@ def test_an_older_file_is_upgraded_and_keeps_its_data(path: Path) -> None:
     try:
         assert store.schema_version() == LATEST_VERSION
         assert store.get_world("old") == WorldRecord("old", "Old", datetime.fromtimestamp(0, UTC), None, "")
+    finally:
+        store.close()
+
+
+def test_a_version_4_search_index_gains_the_previous_turn_as_context(path: Path) -> None:
+    """Migration 5 fills `context` for messages indexed before it and rebuilds the FTS table."""
+    turns = [("", "maria: Where did you go on holiday?"), ("", "bob: Lisbon, in May."), ("x", "ann: hi")]
+    with closing(store_sqlite3.connect(str(path))) as db:
+        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+        for version, sql in MIGRATIONS[:4]:
+            for statement in sql.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("INSERT INTO schema_migrations VALUES (?, 0.0)", (version,))
+        db.execute("INSERT INTO worlds (id, name, turn_limit, created_at) VALUES ('w', 'W', NULL, 0.0)")
+        for number, (chat, text) in enumerate(turns, start=1):
+            sender, content = text.split(": ")
+            db.execute(
+                "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, content, created_at)"
+                " VALUES (?, 'w', ?, ?, 'human', ?, 0.0)",
+                (number, chat, sender, content),
+            )
+            # What version 4's indexer wrote: the item and its FTS row, one text column.
+            db.execute(
+                "INSERT INTO search_items (id, tenant, space, kind, source_id, owner, chat_id, created_at, text)"
+                " VALUES (?, '', 'w', 'message', ?, '', ?, 0.0, ?)",
+                (number, number, chat or None, text),
+            )
+            db.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (number, text))
+        db.commit()
+    store = SQLiteStore(path)
+    try:
+        assert store.schema_version() == LATEST_VERSION
+        contexts = store._read("SELECT source_id, context FROM search_items ORDER BY id")
+        assert [tuple(r) for r in contexts] == [(1, ""), (2, turns[0][1]), (3, "")]
+        # Both columns are searchable in the rebuilt FTS table.
+        found = store._read("SELECT rowid FROM search_fts WHERE search_fts MATCH 'holiday' ORDER BY rowid")
+        assert [r[0] for r in found] == [1, 2]
     finally:
         store.close()
 

@@ -32,7 +32,7 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 #: Word pieces per text, [CLS] and [SEP] included (sentence-transformers' max_seq_length).
 MAX_TOKENS = 256
 #: Texts per forward pass; bounds memory (batch x heads x tokens² attention scores).
-FORWARD_BATCH = 32
+FORWARD_BATCH = 8
 
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
@@ -159,18 +159,22 @@ class MiniLMEmbedder:
         key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         head_dim = self.dim // self.heads
         scale = np.float32(1.0 / np.sqrt(head_dim))
+        # Tokens of all texts as rows of one matrix: each dense layer is then a single BLAS
+        # matrix product (a (n, length, dim) @ (dim, m) product loops over the texts).
+        x = x.reshape(n * length, self.dim)
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (n, length, 3 * dim)
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (n * length, 3 * dim)
             qkv = qkv.reshape(n, length, 3, self.heads, head_dim).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # each (n, heads, length, head_dim)
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + key_bias
             scores -= scores.max(axis=-1, keepdims=True)
             weights = np.exp(scores)
             weights /= weights.sum(axis=-1, keepdims=True)
-            context = (weights @ v).transpose(0, 2, 1, 3).reshape(n, length, self.dim)
+            context = (weights @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
             x = _layer_norm(context @ layer.out_w + layer.out_b + x, *layer.ln1)
             hidden = _gelu(x @ layer.up_w + layer.up_b)
             x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, *layer.ln2)
+        x = x.reshape(n, length, self.dim)
         # Mean over real tokens, then unit length.
         pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -203,6 +203,30 @@ MIGRATIONS: list[tuple[int, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        5,
+        """
+        -- Keyword search also sees the turn before a message (same world and chat): a reply
+        -- like "Yes, last Tuesday" is found by the question it answers. `context` is a second
+        -- FTS column, weighted lower than the message's own text. Hits still show `text`.
+        -- FTS5 tables cannot gain columns, so search_fts is rebuilt from search_items.
+        ALTER TABLE search_items ADD COLUMN context TEXT NOT NULL DEFAULT '';
+        UPDATE search_items SET context = COALESCE((
+            SELECT p.text FROM search_items p
+            WHERE p.kind = 'message' AND p.source_id = (
+                SELECT MAX(before.id) FROM messages m
+                JOIN messages before
+                  ON before.world_id = m.world_id AND before.chat_id IS m.chat_id AND before.id < m.id
+                WHERE m.id = search_items.source_id)
+        ), '') WHERE kind = 'message';
+        DROP TABLE search_fts;
+        CREATE VIRTUAL TABLE search_fts USING fts5(
+            text, context, content='search_items', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO search_fts (search_fts) VALUES ('rebuild');
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

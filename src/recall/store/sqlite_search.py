@@ -41,7 +41,8 @@ import numpy as np
 
 from recall.core.models import Message
 from recall.errors import InvalidInputError
-from recall.retrieval.hybrid import DEFAULT_RRF_K, reciprocal_rank_fusion
+from recall.retrieval.hybrid import reciprocal_rank_fusion
+from recall.retrieval.stopwords import content_terms
 
 if TYPE_CHECKING:
     from recall.retrieval.embeddings import Embedder
@@ -52,6 +53,13 @@ Method = Literal["hybrid", "bm25", "vector"]
 KINDS: tuple[Kind, ...] = ("message", "memory", "fact")
 METHODS: tuple[Method, ...] = ("hybrid", "bm25", "vector")
 
+#: Hybrid fusion, tuned on LoCoMo (docs/benchmarks.md): a small RRF constant lets each method's
+#: top hits count, and BM25 weighs more than the vectors because all-MiniLM-L6-v2, trained on
+#: short sentence pairs, ranks chat turns less precisely than their exact words do.
+HYBRID_RRF_K = 10
+HYBRID_WEIGHTS = {"bm25": 1.5, "vector": 1.0}
+#: BM25 weight of a message's preceding turn (the `context` FTS column) against its own text (1).
+CONTEXT_WEIGHT = 0.5
 #: Largest `k` a search accepts.
 MAX_K = 1000
 #: sqlite-vec refuses a KNN `k` above this.
@@ -147,9 +155,10 @@ def _message_text(sender: str, content: str, metadata: Mapping[str, Any]) -> str
 
 
 def match_expression(query: str) -> str:
-    """A safe FTS5 MATCH expression for free text: each word quoted, joined with OR (BM25 then
-    ranks documents with more and rarer words higher). '' when the text has no words."""
-    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query)))[:_MAX_QUERY_TERMS]
+    """A safe FTS5 MATCH expression for free text: each word but the stop words quoted, joined
+    with OR (BM25 then ranks documents with more and rarer words higher). '' when the text has
+    no words."""
+    terms = content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:_MAX_QUERY_TERMS]
     return " OR ".join(f'"{t}"' for t in terms)
 
 
@@ -233,11 +242,11 @@ class SQLiteSearchIndex:
         self._vec_ready = True
 
     def _delete_rows(self, db: Any, rows: Sequence[Sequence[Any]]) -> None:
-        """Delete items given as (id, text) rows: their FTS rows (which need the old text, the
-        FTS table being external-content), their vectors, and the rows."""
+        """Delete items given as (id, text, context) rows: their FTS rows (which need the old
+        values, the FTS table being external-content), their vectors, and the rows."""
         if not rows:
             return
-        db.executemany("INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', ?, ?)", rows)
+        db.executemany("INSERT INTO search_fts (search_fts, rowid, text, context) VALUES ('delete', ?, ?, ?)", rows)
         if self._vec_ready or self._vec_exists():
             db.executemany("DELETE FROM search_vec WHERE id = ?", [(r[0],) for r in rows])
         db.executemany("DELETE FROM search_items WHERE id = ?", [(r[0],) for r in rows])
@@ -253,7 +262,7 @@ class SQLiteSearchIndex:
         with self._store._write() as db:
             for row in rows:
                 old = db.execute(
-                    "SELECT id, text FROM search_items WHERE kind = ? AND source_id = ?", (row[2], row[3])
+                    "SELECT id, text, context FROM search_items WHERE kind = ? AND source_id = ?", (row[2], row[3])
                 ).fetchall()
                 self._delete_rows(db, old)
                 new_id = db.execute(
@@ -272,7 +281,7 @@ class SQLiteSearchIndex:
             for start in range(0, len(ids), _MAX_OWNERS):
                 chunk = ids[start : start + _MAX_OWNERS]
                 rows = db.execute(
-                    f"SELECT id, text FROM search_items WHERE kind = ? AND source_id IN ({_marks(chunk)})",
+                    f"SELECT id, text, context FROM search_items WHERE kind = ? AND source_id IN ({_marks(chunk)})",
                     (kind, *chunk),
                 ).fetchall()
                 self._delete_rows(db, rows)
@@ -285,8 +294,11 @@ class SQLiteSearchIndex:
         Message ids are assigned in commit order under the store's write lock, so every message
         below the watermark is already indexed and none is copied twice. System and world
         messages are indexed like the rest: they are part of what was said in a world (an
-        announcement is worth finding), and the `sender` filter can leave them out.
+        announcement is worth finding), and the `sender` filter can leave them out. Each
+        message's `context` is the indexed text of the message before it in its chat.
         """
+        if self._messages_indexed():
+            return 0  # a read, so searches do not queue behind writers when nothing is new
         with self._store._write() as db:
             row = db.execute("SELECT value FROM search_state WHERE name = ?", (_STATE_MESSAGES,)).fetchone()
             mark = int(row[0]) if row else 0
@@ -297,23 +309,37 @@ class SQLiteSearchIndex:
             ).fetchall()
             if not messages:
                 return 0
+            previous: dict[tuple[str, str | None], str] = {}
             for m in messages:
                 metadata = json.loads(m[6]) if m[6] != "{}" else {}
                 text = _message_text(m[4], m[5], metadata)
+                chat = (m[1], m[3])
+                context = previous[chat] if chat in previous else _previous_text(db, m[0], m[1], m[3])
+                previous[chat] = text
                 new = db.execute(
                     "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"
-                    " created_at, text, embedded) VALUES (?, ?, 'message', ?, '', ?, ?, NULL, ?, ?, 0)"
+                    " created_at, text, context, embedded) VALUES (?, ?, 'message', ?, '', ?, ?, NULL, ?, ?, ?, 0)"
                     " ON CONFLICT (kind, source_id) DO NOTHING RETURNING id",
-                    (m[2], m[1], m[0], m[3] or None, m[4], m[7], text),
+                    (m[2], m[1], m[0], m[3] or None, m[4], m[7], text, context),
                 ).fetchone()
                 if new is not None:
-                    db.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (new[0], text))
+                    db.execute(
+                        "INSERT INTO search_fts (rowid, text, context) VALUES (?, ?, ?)", (new[0], text, context)
+                    )
             db.execute(
                 "INSERT INTO search_state (name, value) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                 (_STATE_MESSAGES, messages[-1][0]),
             )
         return len(messages)
+
+    def _messages_indexed(self) -> bool:
+        """Whether every message is already copied into the index."""
+        row = self._store._read(
+            "SELECT COALESCE((SELECT value FROM search_state WHERE name = ?), 0) >= COALESCE(MAX(id), 0) FROM messages",
+            (_STATE_MESSAGES,),
+        )
+        return bool(row[0][0])
 
     def embed_pending(self, batch: int = 64) -> int:
         """Embed up to `batch` items not embedded yet, oldest first; how many vectors were stored.
@@ -431,7 +457,11 @@ class SQLiteSearchIndex:
         bm25_ranks = {row[0]: rank for rank, row in enumerate(keyword, 1)}
         vector_ranks = {row[0]: rank for rank, row in enumerate(vector, 1)}
         distances = {row[0]: row[10] for row in vector}
-        fused = reciprocal_rank_fusion([[r[0] for r in keyword], [r[0] for r in vector]], DEFAULT_RRF_K)
+        fused = reciprocal_rank_fusion(
+            [[r[0] for r in keyword], [r[0] for r in vector]],
+            HYBRID_RRF_K,
+            [HYBRID_WEIGHTS["bm25"], HYBRID_WEIGHTS["vector"]],
+        )
         return [
             _hit(
                 rows[item_id],
@@ -456,10 +486,10 @@ class SQLiteSearchIndex:
         # index and runs the full-text query once per item (measured on a 419-message world:
         # 68 ms per search instead of 1 ms).
         return self._store._read(
-            f"SELECT {_ITEM_COLUMNS}, bm25(search_fts) AS rank FROM search_fts"
+            f"SELECT {_ITEM_COLUMNS}, bm25(search_fts, 1.0, ?) AS rank FROM search_fts"
             " CROSS JOIN search_items s ON s.id = search_fts.rowid"
             f" WHERE search_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            (expression, *params, limit),
+            (CONTEXT_WEIGHT, expression, *params, limit),
         )
 
     def _vector(self, query: str, f: _Filters, limit: int) -> list[Any]:
@@ -483,6 +513,16 @@ class SQLiteSearchIndex:
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _previous_text(db: Any, message_id: int, world_id: str, chat_id: str | None) -> str:
+    """The indexed text of the message before `message_id` in its chat ('' for the first)."""
+    row = db.execute(
+        "SELECT s.text FROM search_items s WHERE s.kind = 'message' AND s.source_id = ("
+        " SELECT MAX(id) FROM messages WHERE world_id = ? AND chat_id IS ? AND id < ?)",
+        (world_id, chat_id, message_id),
+    ).fetchone()
+    return str(row[0]) if row else ""
 
 
 def _item_row(item: IndexItem) -> tuple[Any, ...]:
