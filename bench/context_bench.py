@@ -41,15 +41,12 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import os
 import platform
 import pstats
 import random
 import re
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +55,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench_report import git_revision, percentiles, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -170,25 +168,6 @@ def setup_world(mem: Recall, world_id: str, agents: Sequence[str], humans: Seque
     return world
 
 
-def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples_ms)
-
-    def pick(q: float) -> float:
-        pos = (len(ordered) - 1) * q
-        low = int(pos)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-    return {
-        "p50": pick(0.50),
-        "p95": pick(0.95),
-        "p99": pick(0.99),
-        "mean": statistics.fmean(ordered),
-        "max": ordered[-1],
-        "n": float(len(ordered)),
-    }
-
-
 def run_builds(
     world: World,
     agents: Sequence[str],
@@ -286,21 +265,6 @@ def profile_call(
         "top_own": [row(k, v) for k, v in by_own],
         "hot_spots": hot,
     }
-
-
-def git_revision() -> str | None:
-    """The commit of the checkout this file is in, with `-dirty` if it has changes; None outside git."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True, text=True
-        )
-    except OSError:
-        return None
-    if head.returncode != 0:
-        return None
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def timed(label: str, console: Console, fn: Callable[[], Any]) -> float:
@@ -477,8 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
 
     print_results(console, results)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.json, results)
     console.print(f"results written to {args.json}")
     return 0
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_report import write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -283,8 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = evaluate(args.locomo_json, args.conversations, args.method, progress=console)
     print_report(report, Console())
     if args.json_out is not None:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json_out, report)
     return 0
 
 

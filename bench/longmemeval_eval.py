@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_report import write_json
 from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
@@ -406,8 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = evaluate(args.data_json, args.limit, args.method, turns=args.turns, progress=Console(stderr=True))
     print_report(report, Console())
     if args.json_out is not None:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json_out, report)
     return 0
 
 

@@ -57,6 +57,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench_report import write_json
 from rich.console import Console
 from rich.table import Table
 from threadpoolctl import threadpool_limits
@@ -476,8 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         report = run(args, console)
     print_report(report, Console())
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(args.json_out, report)
     return 0
 
 

@@ -64,7 +64,6 @@ import shutil
 import signal
 import socket
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_report import git_revision, percentiles, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -123,27 +123,6 @@ WORDS = tuple(_VOCABULARY.split())
 
 class BenchError(RuntimeError):
     """The benchmark cannot go on (the server failed, a waiter never woke, …)."""
-
-
-def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
-    if not samples_ms:
-        return {}
-    ordered = sorted(samples_ms)
-
-    def pick(q: float) -> float:
-        pos = (len(ordered) - 1) * q
-        low = int(pos)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-    return {
-        "p50": pick(0.50),
-        "p95": pick(0.95),
-        "p99": pick(0.99),
-        "mean": statistics.fmean(ordered),
-        "max": ordered[-1],
-        "n": float(len(ordered)),
-    }
 
 
 def make_content(rng: random.Random, agents: Sequence[str]) -> str:
@@ -769,20 +748,6 @@ def run_async(coro: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     return asyncio.run(coro)  # type: ignore[arg-type]
 
 
-def git_revision() -> str | None:
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True, text=True
-        )
-    except OSError:
-        return None
-    if head.returncode != 0:
-        return None
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
 def _concurrency(text: str) -> list[int]:
     try:
         levels = [int(part) for part in text.split(",") if part.strip()]
@@ -916,8 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         }
     print_results(console, results)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.json, results)
     console.print(f"results written to {args.json}")
     return 1 if failure else 0
 

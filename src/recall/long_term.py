@@ -118,9 +118,10 @@ class LongTermMemory:
         self._check_agent = check_agent
         self.index = index
         self.indexer = indexer
-        model = chat_model_from_settings(settings)
+        #: The configured chat model (extraction and history summaries), or None.
+        self.model = chat_model_from_settings(settings)
         #: Debounced fact extraction; None when no chat model is configured (extraction off).
-        self.extraction = None if model is None else self._extraction_queue(model)
+        self.extraction = None if self.model is None else self._extraction_queue(self.model)
 
     def _extraction_queue(self, model: ChatModel) -> ExtractionQueue:
         return ExtractionQueue(

@@ -36,6 +36,7 @@ from recall.errors import (
     UnknownParticipantError,
     UnknownWorldError,
 )
+from recall.llm.summarizer import LLMSummarizer
 from recall.long_term import RECENT_SCAN, LongTermMemory
 from recall.settings import Settings
 from recall.store import open_search_index
@@ -219,6 +220,8 @@ class RecallService:
             index,
             indexer,
         )
+        #: Summaries of older history (spec §3) with the configured chat model; None without one.
+        self.summarizer = None if self.long_term.model is None else LLMSummarizer(self.long_term.model)
 
     def close(self) -> None:
         self.long_term.close()
@@ -686,7 +689,7 @@ class RecallService:
             other_chat_total=sum(n for c, n in counts.items() if c != chat),
             blocks=[*long_term, *blocks, self._observations_block(world.id, agent.id, observation)],
             trigger_id=message_id,
-            summarizer=summarizer,
+            summarizer=summarizer if summarizer is not None else self.summarizer,
             compress_above=self.settings.compress_above,
             compress_keep_recent=self.settings.compress_keep_recent,
         )

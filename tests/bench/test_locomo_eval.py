@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from recall import Settings
+from tests.bench.scripts import load_bench_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "locomo_eval.py"
-
-
-def _load_script() -> ModuleType:
-    # bench/ is not a package: load the script from its path.
-    spec = importlib.util.spec_from_file_location("locomo_eval", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-locomo_eval = _load_script()
+locomo_eval = load_bench_script("locomo_eval")
 
 
 def _turns(session: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:

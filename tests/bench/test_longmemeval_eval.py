@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import lzma
 import math
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 from numpy.typing import NDArray
 
 from recall import Settings
+from tests.bench.scripts import load_bench_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "longmemeval_eval.py"
 #: Four questions, each with its own haystack of three or four two-turn sessions (the pasta
 #: session is in two haystacks, as sessions of the real files are). Hand-checked for BM25,
 #: whose query is an OR of the question's words (no stemming):
@@ -32,17 +29,7 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "longmemeval_tiny.json"
 ALL_KEYS = [f"{name}@{k}" for name in ("recall_any", "recall_all", "ndcg_any") for k in (1, 3, 5, 10)]
 
 
-def _load_script() -> ModuleType:
-    # bench/ is not a package: load the script from its path.
-    spec = importlib.util.spec_from_file_location("longmemeval_eval", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-lme = _load_script()
+lme = load_bench_script("longmemeval_eval")
 
 
 def _metrics(recall_any: float, recall_all: Sequence[float], ndcg: float) -> dict[str, float]:

@@ -480,6 +480,21 @@ def test_without_compression_the_newest_messages_that_fit_are_kept(n_human: int,
     assert ctx.report.total_tokens == counted_total(ctx) <= budget
 
 
+def test_an_empty_summary_falls_back_to_the_newest_messages_that_fit() -> None:
+    memory = _long_memory(22)
+    full = build("agent-b", memory)
+    fixed = 3 + full.report.sections["system_prompt"] + full.report.sections["incoming"]
+    budget = fixed + full.report.sections["history"] // 2
+    failing = FixedSummarizer(text="")  # what LLMSummarizer returns when the model fails
+
+    ctx = build("agent-b", memory, max_tokens=budget, summarizer=failing)
+    assert len(failing.calls) == 1
+    assert ctx.report.sections["summary"] == 0
+    assert set(status(ctx).values()) == {"over-budget", "history", "incoming"}
+    assert any("no summary could be made" in note for note in ctx.report.notes)
+    assert ctx.report.total_tokens == counted_total(ctx) <= budget
+
+
 # -- context blocks ---------------------------------------------------------------------
 
 MEMORY_BLOCK = ContextBlock("memory", "<memory>\nFacts:\n- [preference | 0.90] Maria likes tea\n</memory>")

@@ -27,7 +27,8 @@ BLOCK_SECTIONS = ("memory", "long_term", "similar", "observations")
 
 
 class Summarizer(Protocol):
-    """Turns older history into a short summary (an LLM, once one is configured)."""
+    """Turns older history into a short summary (an LLM, once one is configured). '' means no
+    summary could be made: the builder then keeps the newest messages that fit."""
 
     def summarize(self, messages: Sequence[Message]) -> str: ...
 
@@ -263,12 +264,15 @@ def _fit_history(
     if req.summarizer is not None and len(history) > req.compress_above:
         keep = history[-req.compress_keep_recent :] if req.compress_keep_recent else []
         older = history[: len(history) - len(keep)]
-        text = req.summarizer.summarize([originals[m.source_id] for m in older if m.source_id is not None])
-        summary = _system(req, SUMMARY_HEADER + text.strip(), "summary")
-        if summary.tokens + sum(m.tokens for m in keep) <= room:
+        text = req.summarizer.summarize([originals[m.source_id] for m in older if m.source_id is not None]).strip()
+        summary = _system(req, SUMMARY_HEADER + text, "summary")
+        if not text:
+            notes.append("no summary could be made; kept the newest messages that fit instead")
+        elif summary.tokens + sum(m.tokens for m in keep) <= room:
             dropped = [_excluded(originals[m.source_id], "compressed") for m in older if m.source_id is not None]
             return [summary, *keep], dropped, [f"{len(older)} older history messages compressed into one summary"]
-        notes.append("the summary did not fit the budget; kept the newest messages that fit instead")
+        else:
+            notes.append("the summary did not fit the budget; kept the newest messages that fit instead")
     kept: list[ContextMessage] = []
     used = 0
     for message in reversed(history):

@@ -1,0 +1,1 @@
+"""Agents that answer: the runner loop, reply post-processing and history summaries (spec §7)."""
