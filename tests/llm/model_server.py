@@ -1,187 +1,21 @@
-"""A real chat-model server for tests: stdlib `ThreadingHTTPServer` on a free loopback port.
-
-It speaks just enough of two APIs for the official SDKs to accept its answers:
-
-- OpenAI `POST /v1/chat/completions` → a full `chat.completion` object;
-- Anthropic `POST /v1/messages` → a full `message` object.
-
-Replies are scripted: `server.script("text", 500, ...)` queues what the next requests get — a
-string is a successful reply with that text, an int is an HTTP error with that status, a
-`(status, message)` pair an error with that message. With nothing scripted the server answers
-500 ("no scripted reply left"), so a test that makes more calls than it planned fails loudly.
-Every request is recorded (`server.requests`) so tests assert on what the adapters sent.
-Errors carry `retry-after-ms: 1` so the SDKs' retry backoff does not slow the tests down.
-"""
+"""The `model_server` fixture: recall's scripted model server (recall.llm.scripted_server), one per
+test. Test modules import it (`from tests.llm.model_server import model_server_fixture`) and
+take a `model_server` argument."""
 
 from __future__ import annotations
 
-import itertools
-import json
-import threading
-import time
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
-Reply = str | int | tuple[int, str]
+from recall.llm.scripted_server import ModelServer, ScriptedReply, start_model_server
 
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class ModelServer:
-    """Handle on a running scripted server."""
-
-    url: str
-    requests: list[RecordedRequest] = field(default_factory=list)
-    _replies: deque[Reply] = field(default_factory=deque)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _httpd: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-
-    @property
-    def openai_url(self) -> str:
-        """`base_url` for the OpenAI SDK."""
-        return f"{self.url}/v1"
-
-    @property
-    def anthropic_url(self) -> str:
-        """`base_url` for the Anthropic SDK (it appends /v1/messages itself)."""
-        return self.url
-
-    def script(self, *replies: Reply) -> None:
-        with self._lock:
-            self._replies.extend(replies)
-
-    def left(self) -> int:
-        with self._lock:
-            return len(self._replies)
-
-    def bodies(self, path: str | None = None) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r.body for r in self.requests if path is None or r.path == path]
-
-    def wait_for_requests(self, count: int, timeout: float = 5.0) -> None:
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
-            time.sleep(0.005)
-
-    def _next(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self.requests.append(request)
-            return self._replies.popleft() if self._replies else (500, "model_server: no scripted reply left")
-
-    def close(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-
-_ids = itertools.count(1)
-
-
-def _openai_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-test{next(_ids)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "test-model"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-
-
-def _anthropic_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
-    return {
-        "id": f"msg_test{next(_ids)}",
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "model": body.get("model", "test-model"),
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
-    }
-
-
-def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
-    if path.endswith("/messages"):
-        return {"type": "error", "error": {"type": "api_error", "message": message}}
-    return {"error": {"message": message, "type": "server_error", "param": None, "code": str(status)}}
-
-
-def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                body = {"_raw": raw.decode("utf-8", "replace")}
-            path = self.path.split("?", 1)[0]
-            if path not in ("/v1/chat/completions", "/v1/messages"):
-                self._send(404, _error_body(path, 404, f"model_server: no route {path}"))
-                return
-            reply = server._next(RecordedRequest("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
-            if isinstance(reply, str):
-                make = _anthropic_reply if path == "/v1/messages" else _openai_reply
-                self._send(200, make(body, reply))
-            else:
-                status, message = reply if isinstance(reply, tuple) else (reply, f"scripted HTTP {reply}")
-                self._send(status, _error_body(path, status, message))
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            if status >= 400:
-                self.send_header("retry-after-ms", "1")
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
-
-
-def start_model_server() -> ModelServer:
-    server = ModelServer(url="")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(server))
-    httpd.daemon_threads = True
-    server.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    server._httpd = httpd
-    server._thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="model-server", daemon=True
-    )
-    server._thread.start()
-    return server
+__all__ = ["ModelServer", "ScriptedReply", "model_server_fixture"]
 
 
 @pytest.fixture(name="model_server")
 def model_server_fixture() -> Iterator[ModelServer]:
-    """A scripted OpenAI + Anthropic server on 127.0.0.1, shut down after the test.
-
-    Test modules import it (`from tests.llm.model_server import model_server_fixture`) and
-    take a `model_server` argument."""
+    """A scripted OpenAI + Anthropic server on 127.0.0.1, shut down after the test."""
     server = start_model_server()
     try:
         yield server

@@ -8,8 +8,13 @@ import pytest
 from recall.errors import InvalidInputError
 from recall.llm import AnthropicModel, ChatModel, ModelError, OpenAICompatibleModel, chat_model_from_settings
 from recall.llm.anthropic import JSON_INSTRUCTION, anthropic_messages
+from recall.llm.base import AgentModel, ModelReply, Tool, ToolCall
 from recall.settings import Settings
-from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
+from tests.llm.model_server import (  # noqa: F401  (the model_server fixture)
+    ModelServer,
+    ScriptedReply,
+    model_server_fixture,
+)
 
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
@@ -248,3 +253,78 @@ def test_factory_defaults_to_openai_compatible_when_only_a_model_is_set() -> Non
     model = chat_model_from_settings(Settings(llm_model="gpt-4o-mini"), environ={})
     assert isinstance(model, OpenAICompatibleModel)
     assert model.name == "openai:gpt-4o-mini"
+
+
+# -- conversations with tools (the agent runner's calls) -------------------------------------
+
+WEATHER = Tool(
+    "get_weather",
+    "The current weather in a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+#: A conversation after one tool round trip, in the OpenAI format recall's contexts use.
+AFTER_TOOL = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Weather in Lisbon?", "name": "maria"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lisbon"}'}}
+        ],
+    },
+    {"role": "tool", "content": '{"temp": 21}', "tool_call_id": "call_1"},
+]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_chat_returns_tool_calls(model_server: ModelServer, provider: str) -> None:
+    model: AgentModel = openai_model(model_server) if provider == "openai" else anthropic_model(model_server)
+    assert isinstance(model, AgentModel)
+    model_server.script(ScriptedReply(tool_calls=(("get_weather", {"city": "Lisbon"}),)))
+    reply = model.chat([{"role": "user", "content": "Weather in Lisbon?"}], tools=[WEATHER])
+    assert reply.text == ""
+    assert [(c.name, c.parsed_arguments()) for c in reply.tool_calls] == [("get_weather", {"city": "Lisbon"})]
+    assert reply.tool_calls[0].id  # the id the tool result must answer
+    body = model_server.bodies()[0]
+    if provider == "openai":
+        assert body["tools"] == [WEATHER.openai()]
+    else:
+        assert body["tools"] == [
+            {"name": "get_weather", "description": WEATHER.description, "input_schema": WEATHER.parameters}
+        ]
+
+
+def test_openai_chat_sends_the_tool_round_trip_as_it_is(model_server: ModelServer) -> None:
+    model_server.script("21 degrees in Lisbon.")
+    reply = openai_model(model_server).chat(AFTER_TOOL, tools=[WEATHER])
+    assert reply == ModelReply("21 degrees in Lisbon.")
+    assert model_server.bodies(CHAT)[0]["messages"] == AFTER_TOOL
+
+
+def test_anthropic_chat_sends_tool_use_and_tool_result_blocks(model_server: ModelServer) -> None:
+    model_server.script("21 degrees in Lisbon.")
+    reply = anthropic_model(model_server).chat(AFTER_TOOL, tools=[WEATHER])
+    assert reply == ModelReply("21 degrees in Lisbon.")
+    body = model_server.bodies(MESSAGES)[0]
+    assert body["system"] == "You are terse."
+    assert body["messages"] == [
+        {"role": "user", "content": "maria: Weather in Lisbon?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Lisbon"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": '{"temp": 21}'}]},
+    ]
+
+
+def test_retries_back_off_and_recover(model_server: ModelServer) -> None:
+    model_server.script(503, 429, "third time lucky")
+    reply = openai_model(model_server, max_retries=3).chat([{"role": "user", "content": "x"}])
+    assert reply.text == "third time lucky"
+    assert len(model_server.requests) == 3
+
+
+def test_tool_call_arguments_that_are_not_an_object_are_refused() -> None:
+    with pytest.raises(ValueError, match="JSON object"):
+        ToolCall("c", "f", "[1, 2]").parsed_arguments()

@@ -8,13 +8,14 @@ same-role messages merge, and the conversation starts with a user turn.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anthropic
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.llm.base import HostedModel, ModelError, status_hint
+from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
@@ -46,11 +47,37 @@ class AnthropicModel(HostedModel):
             params["system"] = system_text
         # `temperature` is accepted for the protocol but not sent: the Messages API this SDK
         # speaks has no such parameter.
+        response = self._create(params)
+        return "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Tool] = (),
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+    ) -> ModelReply:
+        system_text, turns = anthropic_messages(messages)
+        params: dict[str, Any] = {"model": self.model, "messages": turns, "max_tokens": max_tokens}
+        if system_text:
+            params["system"] = system_text
+        if tools:
+            params["tools"] = [tool.anthropic() for tool in tools]  # `temperature`: see complete()
+        response = self._create(params)
+        text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
+        calls = tuple(
+            ToolCall(block.id, block.name, json.dumps(block.input))
+            for block in response.content
+            if block.type == "tool_use"
+        )
+        return ModelReply(text, calls)
+
+    def _create(self, params: dict[str, Any]) -> Any:
         try:
-            response = self._client.messages.create(**params)
+            return self._client.messages.create(**params)
         except anthropic.AnthropicError as e:
             raise self._error(e) from e
-        return "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
 
     def _error(self, e: anthropic.AnthropicError) -> ModelError:
         url = str(self._client.base_url)
@@ -67,10 +94,14 @@ class AnthropicModel(HostedModel):
 
 def anthropic_messages(
     messages: Sequence[Mapping[str, Any]], system: str | None = None
-) -> tuple[str, list[dict[str, str]]]:
-    """(system prompt, alternating user/assistant turns) from OpenAI-format messages."""
+) -> tuple[str, list[dict[str, Any]]]:
+    """(system prompt, alternating user/assistant turns) from OpenAI-format messages.
+
+    A turn's content is a string when it is only text; an assistant's tool calls become
+    `tool_use` blocks and tool results `tool_result` blocks of a user turn, as the Messages API
+    wants them."""
     system_parts = [system] if system else []
-    turns: list[dict[str, str]] = []
+    turns: list[dict[str, Any]] = []
     for m in messages:
         role = str(m.get("role", "user"))
         content = _text(m.get("content"))
@@ -78,21 +109,45 @@ def anthropic_messages(
             if content:
                 system_parts.append(content)
             continue
+        blocks: list[dict[str, Any]] = []
         if role == "assistant":
-            text = content
+            if content:
+                blocks.append({"type": "text", "text": content})
+            blocks += [_tool_use(call) for call in m.get("tool_calls") or ()]
+        elif role == "tool":
+            role = "user"
+            blocks.append({"type": "tool_result", "tool_use_id": str(m.get("tool_call_id", "")), "content": content})
         else:
             name = m.get("name")
-            text = f"{name}: {content}" if role == "user" and name else content
-            if role == "tool":
-                text = f"tool result: {content}"
             role = "user"
+            blocks.append({"type": "text", "text": f"{name}: {content}" if name else content})
+        if not blocks:
+            continue
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + text
+            turns[-1]["content"] += blocks
         else:
-            turns.append({"role": role, "content": text})
+            turns.append({"role": role, "content": blocks})
     if not turns or turns[0]["role"] == "assistant":
-        turns.insert(0, {"role": "user", "content": ANTHROPIC_OPENING})
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": ANTHROPIC_OPENING}]})
+    for turn in turns:
+        if all(block["type"] == "text" for block in turn["content"]):
+            turn["content"] = "\n\n".join(block["text"] for block in turn["content"])
     return "\n\n".join(system_parts), turns
+
+
+def _tool_use(call: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI `tool_calls` entry as an Anthropic `tool_use` block."""
+    function = call.get("function") or {}
+    try:
+        arguments = json.loads(function.get("arguments") or "{}")
+    except ValueError:
+        arguments = {}
+    return {
+        "type": "tool_use",
+        "id": str(call.get("id", "")),
+        "name": str(function.get("name", "")),
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
 
 
 def _text(content: object) -> str:

@@ -8,7 +8,9 @@ type and can log its message as it is.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from recall.errors import RecallError
@@ -35,6 +37,71 @@ class ChatModel(Protocol):
         `system` is the system prompt; `json_output` asks for a single JSON object (the
         provider's JSON mode where it has one). Raises `ModelError` on any failure.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model may call: its name, what it does, and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)},
+        }
+
+    def anthropic(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": dict(self.parameters)}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for; `arguments` is JSON text, as OpenAI sends it."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def openai(self) -> dict[str, Any]:
+        """The call as an OpenAI `tool_calls` entry (what recall keeps in the history)."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as an object; ValueError when they are not a JSON object."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError("tool arguments must be a JSON object")
+        return value
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What a model answered: text, tool calls, or both."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@runtime_checkable
+class AgentModel(Protocol):
+    """A chat model an agent talks through: full conversations, with tools."""
+
+    name: str
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Tool] = (),
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+    ) -> ModelReply:
+        """The reply to `messages` (OpenAI format: system, user, assistant with `tool_calls`,
+        tool). Raises `ModelError` on any failure."""
         ...
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from recall.llm.base import HostedModel, ModelError, status_hint
+from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 
 
 class OpenAICompatibleModel(HostedModel):
@@ -40,6 +40,35 @@ class OpenAICompatibleModel(HostedModel):
             params["temperature"] = temperature
         if json_output:
             params["response_format"] = {"type": "json_object"}
+        return self._create(params).content or ""
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Tool] = (),
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+    ) -> ModelReply:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "max_tokens": max_tokens,
+        }
+        if temperature is not None:
+            params["temperature"] = temperature
+        if tools:
+            params["tools"] = [tool.openai() for tool in tools]
+        message = self._create(params)
+        calls = tuple(
+            ToolCall(call.id, call.function.name, call.function.arguments or "{}")
+            for call in message.tool_calls or ()
+            if getattr(call, "function", None) is not None
+        )
+        return ModelReply(message.content or "", calls)
+
+    def _create(self, params: dict[str, Any]) -> Any:
+        """The reply message of one chat completion."""
         # Newer OpenAI models reject `max_tokens` (they want `max_completion_tokens`) and a
         # non-default temperature; other servers may not know `max_completion_tokens`. Start
         # with the widely supported form and adapt once per rejected parameter.
@@ -54,7 +83,7 @@ class OpenAICompatibleModel(HostedModel):
                 raise self._error(e) from e
             if not response.choices:
                 raise ModelError(self.provider, self.model, "the reply had no choices", base_url=self.base_url)
-            return response.choices[0].message.content or ""
+            return response.choices[0].message
         raise ModelError(self.provider, self.model, "the endpoint kept rejecting the request", base_url=self.base_url)
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
