@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -220,6 +221,9 @@ class RecallService:
             index,
             indexer,
         )
+        #: Wakes in-process waiters (agent runners) when messages are stored.
+        self._posted = threading.Condition()
+        self._posts = 0
         #: Summaries of older history (spec §3) with the configured chat model; None without one.
         self.summarizer = None if self.long_term.model is None else LLMSummarizer(self.long_term.model)
 
@@ -325,7 +329,10 @@ class RecallService:
         """Validate one post and work out its sender type, mentions and recipients."""
         if not isinstance(req.sender, str) or not req.sender.strip():
             raise InvalidInputError("sender", "must name who is posting (a participant, or system/world/human)")
-        if not isinstance(req.content, str) or not req.content.strip():
+        if not isinstance(req.content, str):
+            raise InvalidInputError("content", "must be text")
+        if not req.content.strip() and not (isinstance(req.metadata, Mapping) and req.metadata.get("tool_calls")):
+            # Only an agent's message that carries tool calls may have no text.
             raise InvalidInputError("content", "must be non-empty text")
         limit = self.settings.max_message_chars
         if len(req.content) > limit:
@@ -388,7 +395,24 @@ class RecallService:
         indexer know."""
         stored = self.store.append_messages(world_id, batch)
         self.long_term.written()
+        with self._posted:
+            self._posts += len(stored)
+            self._posted.notify_all()
         return stored
+
+    @property
+    def post_count(self) -> int:
+        """Messages this service has stored since it opened (see `wait_for_posts`)."""
+        with self._posted:
+            return self._posts
+
+    def wait_for_posts(self, seen: int, timeout: float) -> int:
+        """Block until this service has stored messages beyond `seen` posts (or `timeout`
+        seconds pass); the count of posts so far. Posts by other processes do not wake it:
+        callers that share a store across processes also poll."""
+        with self._posted:
+            self._posted.wait_for(lambda: self._posts > seen, timeout)
+            return self._posts
 
     def prepare_posts(self, world_id: str, requests: Sequence[PostRequest]) -> tuple[str, list[NewMessage]]:
         """Validate and route posts without storing them: the stored world id and the batch,
@@ -458,10 +482,11 @@ class RecallService:
         chat_id: str | None = None,
         parent_id: int | None = None,
         idempotency_key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Message:
         """Post as the agent (its reply), threaded to `parent_id` when given."""
         world, agent = self._agent_in(world_id, agent_id)
-        return self.post(world, PostRequest(agent, content, chat_id, None, parent_id, None, idempotency_key))
+        return self.post(world, PostRequest(agent, content, chat_id, None, parent_id, None, idempotency_key, metadata))
 
     def check(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -63,6 +64,24 @@ class Message:
     mentions: tuple[str, ...] = ()
     addressed: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """The message `to_dict` (and the HTTP API) wrote."""
+        return cls(
+            id=int(data["id"]),
+            world_id=str(data["world_id"]),
+            sender=str(data["sender"]),
+            sender_type=SenderType(data["sender_type"]),
+            content=str(data["content"]),
+            created_at=datetime.fromisoformat(str(data["created_at"])),
+            chat_id=data.get("chat_id"),
+            channel=data.get("channel"),
+            parent_id=data.get("parent_id"),
+            mentions=tuple(data.get("mentions") or ()),
+            addressed=tuple(data.get("addressed") or ()),
+            metadata=dict(data.get("metadata") or {}),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -314,7 +314,9 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     @app.post("/v1/worlds/{world}/agents/{agent}/send", status_code=201, tags=["agents"], summary="Post as the agent")
     async def send(world: str, agent: str, body: schemas.SendIn, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
-        request = PostRequest(agent_id, body.content, body.chat_id, None, body.parent_id, None, body.idempotency_key)
+        request = PostRequest(
+            agent_id, body.content, body.chat_id, None, body.parent_id, None, body.idempotency_key, body.metadata
+        )
         message = await state.writer.post(world_id, request)
         out = posted(message)
         return {
@@ -325,6 +327,27 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             "chat_id": message.chat_id,
             "delivered_to": out["delivered_to"],
         }
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/decide", tags=["agents"], summary="Would the agent answer now?")
+    async def decide(world: str, agent: str, body: schemas.DecideIn, who: Caller) -> dict[str, Any]:
+        """The live decision for one message, turn limit included (spec §2): a human or world
+        message resets the agent's turn counter. When the limit stops the agent, `notice` is
+        the text it posts instead of answering."""
+        world_id, agent_id = agent_of(world, agent, who)
+        decision = service.decide(world_id, agent_id, body.message_id)
+        return {
+            "respond": decision.respond,
+            "turn_count": decision.turn_count,
+            "turn_limit": service.turn_limit(service.get_world(world_id)),
+            "notice": decision.notice,
+            "reason": decision.reason,
+        }
+
+    @app.post("/v1/worlds/{world}/agents/{agent}/llm-calls", tags=["agents"], summary="Count one LLM call")
+    async def llm_call(world: str, agent: str, who: Caller) -> dict[str, Any]:
+        """Count one model call of the agent against its turn limit; the new count."""
+        world_id, agent_id = agent_of(world, agent, who)
+        return {"turn_count": service.record_llm_call(world_id, agent_id)}
 
     @app.post("/v1/worlds/{world}/agents/{agent}/context", tags=["agents"], summary="Build the agent's context")
     async def context(world: str, agent: str, body: schemas.ContextIn, who: Caller) -> dict[str, Any]:

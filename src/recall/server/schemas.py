@@ -52,10 +52,16 @@ class MessageIn(Body):
 
 
 class SendIn(Body):
-    content: str = Field(min_length=1)
+    #: May be empty only when `metadata.tool_calls` holds the calls the agent's model made.
+    content: str = ""
     chat_id: str | None = Field(default=None, max_length=64)
     parent_id: int | None = Field(default=None, ge=1, le=2**62)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+    metadata: dict[str, Any] | None = None
+
+
+class DecideIn(Body):
+    message_id: int = Field(ge=1, le=2**62)
 
 
 class ContextIn(Body):

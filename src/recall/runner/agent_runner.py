@@ -1,0 +1,216 @@
+"""The agent runner (spec §7): wait for messages the agent would answer, build its context, call
+its model (running any tools the model asks for), post the reply threaded to the message it
+answers, then queue fact extraction.
+
+Everything an agent decides goes through recall — the would-respond rule and the turn limit
+(`decide`), the count of model calls (`record_llm_call`), the context — so runners in one
+process or in many need no other channel between them. A runner never crashes on a bad model
+or a busy server: a model error is logged and answered with a short apology, any other error is
+logged and the loop goes on after a pause.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recall.core.models import Message
+from recall.llm.base import AgentModel, ModelError, Tool, ToolCall
+from recall.runner.backend import RunnerBackend
+from recall.runner.replies import process_reply
+
+logger = logging.getLogger("recall.runner")
+
+#: Posted instead of a reply when the model fails (after the client's own retries).
+APOLOGY = "Sorry, I can't answer right now: my model is not responding. Please try again in a moment."
+#: Rounds of tool calls one answer may take before the model must reply in words.
+MAX_TOOL_ROUNDS = 4
+#: Seconds between two attempts after an unexpected error (the server down, say).
+ERROR_PAUSE = 2.0
+
+
+@dataclass(frozen=True)
+class ToolFunction:
+    """A tool the agent's model may call, and the Python function that runs it. The function
+    gets the call's arguments as keyword arguments; what it returns is sent back as text
+    (JSON for anything but a string)."""
+
+    tool: Tool
+    function: Callable[..., Any]
+
+
+@dataclass
+class RunStats:
+    """What a runner did, for logs, tests and the live demo."""
+
+    replies: int = 0
+    notices: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    model_errors: int = 0
+    errors: int = 0
+
+
+class AgentRunner:
+    """Connects one agent (through a `RunnerBackend`) to a chat model."""
+
+    def __init__(
+        self,
+        backend: RunnerBackend,
+        model: AgentModel,
+        *,
+        tools: Sequence[ToolFunction] = (),
+        max_tokens: int = 1024,
+        extract: bool = True,
+        on_post: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.model = model
+        self.tools = {t.tool.name: t for t in tools}
+        self.max_tokens = max_tokens
+        self.extract = extract
+        #: Called with (agent id, text) after each post (the live demo prints them).
+        self.on_post = on_post
+        self.stats = RunStats()
+
+    @property
+    def agent_id(self) -> str:
+        return self.backend.agent_id
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event, wait: float = 5.0) -> None:
+        """Answer messages until `stop` is set (checked at least every `wait` seconds)."""
+        logger.info("agent %s of world %s runs on %s", self.agent_id, self.backend.world_id, self.model.name)
+        while not stop.is_set():
+            try:
+                self.step(wait)
+            except Exception:  # the loop must outlive any one failure
+                self.stats.errors += 1
+                logger.exception("agent %s: step failed; retrying in %.0f s", self.agent_id, ERROR_PAUSE)
+                stop.wait(ERROR_PAUSE)
+
+    def step(self, timeout: float = 0.0) -> int:
+        """Handle the messages waiting now (waiting up to `timeout` seconds for some): one answer
+        per chat, to the newest message the agent would respond to. Returns the posts made."""
+        messages = self.backend.next_messages(timeout)
+        posts = 0
+        for group in _by_chat(messages):
+            try:
+                posts += self._handle(group)
+            finally:
+                # Read once handled, answered or not: a failing message is not retried forever.
+                self.backend.ack([m.id for m in group])
+        return posts
+
+    def _handle(self, group: Sequence[Message]) -> int:
+        answer: Message | None = None
+        notice: tuple[str, Message] | None = None
+        for message in group:  # oldest first: a human message resets the turn counter
+            decision = self.backend.decide(message)
+            if decision.respond:
+                answer, notice = message, None
+            elif decision.notice is not None and answer is None:
+                notice = (decision.notice, message)
+        if answer is not None:
+            return self._answer(answer)
+        if notice is not None:
+            text, message = notice
+            self._post(text, message)
+            self.stats.notices += 1
+            return 1
+        return 0
+
+    # -- one answer ---------------------------------------------------------------------------
+
+    def _answer(self, message: Message) -> int:
+        conversation = self.backend.context(message)
+        tools = [t.tool for t in self.tools.values()]
+        for round_number in range(MAX_TOOL_ROUNDS + 1):
+            self.backend.record_llm_call()
+            self.stats.model_calls += 1
+            try:
+                reply = self.model.chat(conversation, tools=tools if round_number < MAX_TOOL_ROUNDS else ())
+            except ModelError as e:
+                self.stats.model_errors += 1
+                logger.warning("agent %s: model failed, apologising: %s", self.agent_id, e)
+                self._post(APOLOGY, message)
+                return 1
+            if reply.tool_calls and self.tools:
+                conversation += self._run_tools(message, reply.text, reply.tool_calls)
+                continue
+            processed = process_reply(self.agent_id, reply.text, message)
+            posted = 0
+            if processed.post:
+                self._post(processed.text, message)
+                self.stats.replies += 1
+                posted = 1
+            if self.extract:
+                self.backend.extract(message.chat_id)
+            return posted
+        return 0  # not reached: the last round offers no tools
+
+    def _run_tools(self, message: Message, text: str, calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+        """Run the calls; store the calls and their results in the agent's history (so later
+        contexts show them) and return them as messages for the next model call."""
+        calls = list(calls)
+        openai_calls = [c.openai() for c in calls]
+        self.backend.send(text, chat=message.chat_id, parent=message.id, metadata={"tool_calls": openai_calls})
+        added: list[dict[str, Any]] = [{"role": "assistant", "content": text, "tool_calls": openai_calls}]
+        for call in calls:
+            result = self._run_tool(call)
+            self.stats.tool_calls += 1
+            self.backend.post_tool_result(result, chat=message.chat_id, parent=message.id, call_id=call.id)
+            added.append({"role": "tool", "content": result, "tool_call_id": call.id})
+        return added
+
+    def _run_tool(self, call: ToolCall) -> str:
+        entry = self.tools.get(call.name)
+        if entry is None:
+            return f"error: there is no tool named {call.name!r}"
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError as e:
+            return f"error: the arguments are not a JSON object ({e})"
+        try:
+            result = entry.function(**arguments)
+        except Exception as e:  # the model sees the error and can try again
+            logger.info("agent %s: tool %s failed: %s", self.agent_id, call.name, e)
+            return f"error: {type(e).__name__}: {e}"
+        text = result if isinstance(result, str) else json.dumps(result, default=str)
+        return text or "(no output)"
+
+    def _post(self, text: str, message: Message) -> None:
+        self.backend.send(text, chat=message.chat_id, parent=message.id)
+        if self.on_post is not None:
+            self.on_post(self.agent_id, text)
+
+
+def _by_chat(messages: Sequence[Message]) -> list[list[Message]]:
+    """Messages grouped by chat, each group oldest first, groups in order of first arrival."""
+    groups: dict[str | None, list[Message]] = {}
+    for message in sorted(messages, key=lambda m: m.id):
+        groups.setdefault(message.chat_id, []).append(message)
+    return list(groups.values())
+
+
+def run_agents(runners: Sequence[AgentRunner], stop: threading.Event, wait: float = 5.0) -> list[threading.Thread]:
+    """Start each runner in a thread of its own (daemon); they stop when `stop` is set."""
+    threads = [
+        threading.Thread(target=r.run, args=(stop, wait), name=f"agent-{r.agent_id}", daemon=True) for r in runners
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def tool_function(
+    function: Callable[..., Any], description: str, parameters: Mapping[str, Any] | None = None
+) -> ToolFunction:
+    """A `ToolFunction` named after `function`."""
+    schema = dict(parameters) if parameters is not None else {"type": "object", "properties": {}}
+    return ToolFunction(Tool(function.__name__, description, schema), function)

@@ -1,0 +1,199 @@
+"""How a runner reaches recall: in this process (`LocalBackend`, a `recall.Agent`) or over HTTP
+(`HttpBackend`, a recall server). The runner only uses these few calls, so the same loop drives
+an agent either way, and agents in many processes coordinate only through recall."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from recall.core.models import Message
+from recall.core.routing import Decision
+from recall.errors import RecallError
+from recall.service import PostRequest
+
+if TYPE_CHECKING:
+    from recall.api import Agent
+
+#: Reserved sender tool results are posted as (they belong to the calling agent's history).
+TOOL_SENDER = "system"
+
+
+class BackendError(RecallError):
+    """recall refused or could not be reached (an HTTP error from the server)."""
+
+
+class RunnerBackend(Protocol):
+    """What an agent runner needs of recall."""
+
+    world_id: str
+    agent_id: str
+
+    def next_messages(self, timeout: float) -> list[Message]:
+        """Unread messages the agent is addressed in, oldest first; waits up to `timeout`
+        seconds for one when there are none. (Messages it is not addressed in are marked read
+        as they pass: they stay in its memory.)"""
+        ...
+
+    def decide(self, message: Message) -> Decision: ...
+
+    def context(self, message: Message) -> list[dict[str, Any]]:
+        """The OpenAI-format messages for answering `message` (it ends the incoming part)."""
+        ...
+
+    def record_llm_call(self) -> int: ...
+
+    def send(
+        self, content: str, *, chat: str | None, parent: int | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
+        """Post as the agent; the message id."""
+        ...
+
+    def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
+        """Post a tool's result into the agent's history; the message id."""
+        ...
+
+    def ack(self, message_ids: Sequence[int]) -> None: ...
+
+    def extract(self, chat: str | None) -> None:
+        """Queue fact extraction from the chat (recall skips it when it has no model)."""
+        ...
+
+
+def _tool_metadata(agent_id: str, call_id: str) -> dict[str, str]:
+    return {"tool_result_for": agent_id, "tool_call_id": call_id}
+
+
+class LocalBackend:
+    """An agent of a `Recall` opened in this process."""
+
+    #: How often to look for posts by other processes sharing the store, at most.
+    POLL = 0.5
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.service = agent.service
+        self.world_id = agent.world_id
+        self.agent_id = agent.profile.id
+        self._seen = 0
+
+    def next_messages(self, timeout: float) -> list[Message]:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.service.post_count  # read before checking, so no post is missed
+            found = list(self.service.check(self.world_id, self.agent_id, limit=100).new_mentions)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0:
+                return found
+            self.service.wait_for_posts(seen, min(remaining, self.POLL))
+
+    def decide(self, message: Message) -> Decision:
+        return self.service.decide(self.world_id, self.agent_id, message.id)
+
+    def context(self, message: Message) -> list[dict[str, Any]]:
+        return self.agent.context(message.chat_id, message=message.id).openai()
+
+    def record_llm_call(self) -> int:
+        return self.service.record_llm_call(self.world_id, self.agent_id)
+
+    def send(
+        self, content: str, *, chat: str | None, parent: int | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
+        return self.service.send(self.world_id, self.agent_id, content, chat, parent, metadata=metadata).id
+
+    def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
+        request = PostRequest(
+            TOOL_SENDER, content, chat, parent_id=parent, metadata=_tool_metadata(self.agent_id, call_id)
+        )
+        return self.service.post(self.world_id, request).id
+
+    def ack(self, message_ids: Sequence[int]) -> None:
+        if message_ids:
+            self.service.ack(self.world_id, self.agent_id, list(message_ids))
+
+    def extract(self, chat: str | None) -> None:
+        self.agent.extract(chat)
+
+
+class HttpBackend:
+    """An agent on a recall server, through its REST API (long-poll inbox)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        world_id: str,
+        agent_id: str,
+        *,
+        api_key: str | None = None,
+        client: httpx.Client | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.world_id = world_id
+        self.agent_id = agent_id
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        # Long-polls hold a request open for their whole wait: the read timeout covers it.
+        self._client = client or httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout, read=timeout + 35)
+        )
+        self._agent = f"/v1/worlds/{world_id}/agents/{agent_id}"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as e:
+            raise BackendError(f"recall server unreachable ({method} {path}): {e}") from e
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("error", {}).get("message") or response.text
+            except ValueError:
+                detail = response.text
+            raise BackendError(f"recall server refused {method} {path} (HTTP {response.status_code}): {detail}")
+        return response.json()
+
+    def next_messages(self, timeout: float) -> list[Message]:
+        params: dict[str, Any] = {"limit": 100}
+        if timeout > 0:
+            params |= {"wait": "true", "timeout": min(timeout, 30.0)}
+        data = self._call("GET", f"{self._agent}/inbox", params=params)
+        return [Message.from_dict(m) for m in data.get("new_mentions", [])]
+
+    def decide(self, message: Message) -> Decision:
+        data = self._call("POST", f"{self._agent}/decide", json={"message_id": message.id})
+        return Decision(bool(data["respond"]), int(data["turn_count"]), data.get("notice"), data.get("reason"))
+
+    def context(self, message: Message) -> list[dict[str, Any]]:
+        body = {"message_id": message.id, "chat_id": message.chat_id}
+        messages: list[dict[str, Any]] = self._call("POST", f"{self._agent}/context", json=body)["messages"]
+        return messages
+
+    def record_llm_call(self) -> int:
+        return int(self._call("POST", f"{self._agent}/llm-calls")["turn_count"])
+
+    def send(
+        self, content: str, *, chat: str | None, parent: int | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
+        body = {"content": content, "chat_id": chat, "parent_id": parent, "metadata": dict(metadata or {}) or None}
+        return int(self._call("POST", f"{self._agent}/send", json=body)["message_id"])
+
+    def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
+        body = {
+            "sender": TOOL_SENDER,
+            "content": content,
+            "chat_id": chat,
+            "parent_id": parent,
+            "metadata": _tool_metadata(self.agent_id, call_id),
+        }
+        return int(self._call("POST", f"/v1/worlds/{self.world_id}/messages", json=body)["id"])
+
+    def ack(self, message_ids: Sequence[int]) -> None:
+        if message_ids:
+            self._call("POST", f"{self._agent}/inbox/ack", json={"ids": list(message_ids)})
+
+    def extract(self, chat: str | None) -> None:
+        self._call("POST", f"{self._agent}/extract", json={"chat_id": chat})
