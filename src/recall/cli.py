@@ -35,7 +35,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 world_app = typer.Typer(help="Create and list worlds.", no_args_is_help=True)
-agent_app = typer.Typer(help="Register agents.", no_args_is_help=True)
+agent_app = typer.Typer(help="Register agents and run them with a model.", no_args_is_help=True)
 human_app = typer.Typer(help="Register humans.", no_args_is_help=True)
 import_app = typer.Typer(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
 facts_app = typer.Typer(
@@ -147,6 +147,57 @@ def agent_add(
             context_filter=context_filter.value,
         )
         out.print(f"added agent [bold]{agent.id}[/] to {world}")
+
+
+@agent_app.command("run")
+def agent_run(
+    server: Annotated[str, typer.Option(help="URL of the recall server (recall serve).")],
+    world: Annotated[str, typer.Option(help="The world the agents are in.")],
+    agent: Annotated[list[str], typer.Option(help="An agent to run; repeat for several (one thread each).")],
+    model: Annotated[str, typer.Option(help="PROVIDER/MODEL: openai/…, ollama/…, anthropic/….")],
+    base_url: Annotated[
+        str | None, typer.Option(help="The model endpoint (any OpenAI-compatible URL; Ollama's by default).")
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="The model's API key (default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY).")
+    ] = None,
+    server_key: Annotated[
+        str | None, typer.Option(envvar="RECALL_API_KEY", help="The recall server's API key, when it has keys.")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="Longest reply, in tokens.")] = 1024,
+    no_extract: Annotated[bool, typer.Option("--no-extract", help="Do not queue fact extraction.")] = False,
+) -> None:
+    """Run agents against a recall server: answer what they are addressed in with the model, until
+    Ctrl-C or SIGTERM."""
+    import logging
+    import signal
+    import threading
+
+    from recall.llm.factory import agent_model
+    from recall.runner.agent_runner import AgentRunner, run_agents
+    from recall.runner.backend import HttpBackend
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        chat_model = agent_model(model, base_url=base_url, api_key=api_key)
+    except RecallError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    backends = [HttpBackend(server, world, agent_id, api_key=server_key) for agent_id in agent]
+    runners = [AgentRunner(b, chat_model, max_tokens=max_tokens, extract=not no_extract) for b in backends]
+    threads = run_agents(runners, stop)
+    err.print(f"running {', '.join(agent)} in {world} on {chat_model.name}; Ctrl-C stops")
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        stop.set()
+    for thread in threads:
+        thread.join(timeout=40)  # a long-poll ends within its 30 s timeout
+    for backend in backends:
+        backend.close()
 
 
 @human_app.command("add")

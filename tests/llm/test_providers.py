@@ -9,6 +9,7 @@ from recall.errors import InvalidInputError
 from recall.llm import AnthropicModel, ChatModel, ModelError, OpenAICompatibleModel, chat_model_from_settings
 from recall.llm.anthropic import JSON_INSTRUCTION, anthropic_messages
 from recall.llm.base import AgentModel, ModelReply, Tool, ToolCall
+from recall.llm.factory import agent_model
 from recall.settings import Settings
 from tests.llm.model_server import (  # noqa: F401  (the model_server fixture)
     ModelServer,
@@ -328,3 +329,17 @@ def test_retries_back_off_and_recover(model_server: ModelServer) -> None:
 def test_tool_call_arguments_that_are_not_an_object_are_refused() -> None:
     with pytest.raises(ValueError, match="JSON object"):
         ToolCall("c", "f", "[1, 2]").parsed_arguments()
+
+
+def test_agent_model_specs() -> None:
+    env = {"OPENAI_API_KEY": "sk-env", "ANTHROPIC_API_KEY": "ak-env"}
+    ollama = agent_model("ollama/llama3.2", environ=env)
+    assert isinstance(ollama, OpenAICompatibleModel) and ollama.name == "openai:llama3.2"
+    assert ollama.base_url == "http://localhost:11434/v1"
+    assert agent_model("openai/gpt-4o-mini", environ=env)._client.api_key == "sk-env"
+    assert agent_model("openai/x", api_key="given", environ=env)._client.api_key == "given"
+    claude = agent_model("Anthropic/claude-test", base_url="http://127.0.0.1:9", environ=env)
+    assert isinstance(claude, AnthropicModel) and claude.model == "claude-test"
+    for bad in ("gpt-4o", "mistral/x", "openai/", ""):
+        with pytest.raises(InvalidInputError, match="PROVIDER/MODEL"):
+            agent_model(bad, environ=env)

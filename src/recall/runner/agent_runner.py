@@ -134,7 +134,8 @@ class AgentRunner:
             self.backend.record_llm_call()
             self.stats.model_calls += 1
             try:
-                reply = self.model.chat(conversation, tools=tools if round_number < MAX_TOOL_ROUNDS else ())
+                offered = tools if round_number < MAX_TOOL_ROUNDS else []
+                reply = self.model.chat(conversation, tools=offered, max_tokens=self.max_tokens)
             except ModelError as e:
                 self.stats.model_errors += 1
                 logger.warning("agent %s: model failed, apologising: %s", self.agent_id, e)
