@@ -14,33 +14,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from recall import Recall, Settings, World
+from recall.demo_live import AGENTS, HUMAN_TURNS, LIVE_WORLD, build_live_world, start_scripted_model, system_prompt
 from recall.llm import OpenAICompatibleModel
-from recall.llm.scripted_server import ModelServer, Reply, start_model_server
+from recall.llm.scripted_server import ModelServer
 from recall.runner.agent_runner import AgentRunner, run_agents
 from recall.runner.backend import HttpBackend, LocalBackend, RunnerBackend
 from recall.server.config import ServerConfig
 from tests.server.conftest import start_server, stop_server
 
-AGENTS = ("alice", "bob", "carol")
-#: What each agent's model answers to the newest message it is given.
-REPLIES = {
-    ("alice", "@alice please plan the offsite with bob"): "@bob can you find a venue for 12 people?",
-    ("bob", "@bob can you find a venue for 12 people?"): "Casa Azul fits 12.",
-    ("alice", "@alice Casa Azul fits 12."): "@bob great, please book it.",
-    ("bob", "@bob great, please book it."): "Booked for Friday.",
-    ("carol", "@carol write the invitation"): "Dear team, the offsite is at Casa Azul on Friday.",
-    ("bob", "@bob is the booking confirmed?"): "Yes, confirmed.",
-}
 MEMORY = {"role": "system", "content": "<memory>\nFacts:\n- [preference | 0.90] Maria prefers short answers\n</memory>"}
 
 
 def prompt(agent: str) -> dict[str, str]:
-    return {"role": "system", "content": f"You are {agent}, part of the office team."}
+    return {"role": "system", "content": system_prompt(agent)}
 
 
 def user(sender: str, content: str) -> dict[str, str]:
@@ -51,25 +41,11 @@ def assistant(content: str) -> dict[str, str]:
     return {"role": "assistant", "content": content}
 
 
-def responder(path: str, body: dict[str, Any]) -> Reply:
-    agent = body["messages"][0]["content"].split()[2].rstrip(",")
-    return REPLIES.get((agent, body["messages"][-1]["content"]), (500, "unscripted request"))
-
-
 @pytest.fixture
 def model_server() -> Iterator[ModelServer]:
-    server = start_model_server(responder)
+    server = start_scripted_model()
     yield server
     server.close()
-
-
-def _setup(mem: Recall) -> World:
-    world = mem.world("office", create=True, turn_limit=2)
-    world.add_human("maria")
-    for agent in AGENTS:
-        world.add_agent(agent, system_prompt=f"You are {agent}, part of the office team.")
-    mem.scope("user:maria").add("Maria prefers short answers", category="preference", confidence=0.9)
-    return world
 
 
 def _until(world: World, done: Callable[[list[str]], bool], timeout: float = 20) -> None:
@@ -87,18 +63,18 @@ def _recall(path: Path, transport: str) -> Iterator[tuple[World, Callable[[str],
     """The world, and how a runner reaches an agent: in this process, or over a real server."""
     if transport == "local":
         with Recall(path, SETTINGS) as mem:
-            world = _setup(mem)
+            world = build_live_world(mem)
             yield world, lambda agent: LocalBackend(world.agent(agent))
         return
     live = start_server(path, ServerConfig(rate_limit=0), SETTINGS)
     backends: list[HttpBackend] = []
 
     def connect(agent: str) -> RunnerBackend:
-        backends.append(HttpBackend(live.url, "office", agent))
+        backends.append(HttpBackend(live.url, LIVE_WORLD, agent))
         return backends[-1]
 
     try:
-        yield _setup(live.mem), connect
+        yield build_live_world(live.mem), connect
     finally:
         for backend in backends:
             backend.close()
@@ -120,11 +96,12 @@ def _converse(world: World, runners: list[AgentRunner]) -> None:
     stop = threading.Event()
     threads = run_agents(runners, stop, wait=0.2)
     try:
-        world.post("maria", "@alice please plan the offsite with bob")
+        first, second, third = HUMAN_TURNS
+        world.post("maria", first)
         _until(world, lambda lines: any("Turn limit reached" in line for line in lines))
-        world.post("maria", "@carol write the invitation")
+        world.post("maria", second)
         _until(world, lambda lines: lines[-1].startswith("carol:"))
-        world.post("maria", "@bob is the booking confirmed?")
+        world.post("maria", third)
         _until(world, lambda lines: lines[-1] == "bob: Yes, confirmed.")
         time.sleep(0.3)  # nothing else may happen
     finally:
