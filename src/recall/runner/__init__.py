@@ -1,1 +1,29 @@
-"""Agents that answer: the runner loop, reply post-processing and history summaries (spec §7)."""
+"""Agents that answer (spec §7): the runner loop, how it reaches recall, and reply post-processing.
+
+    from recall import Recall
+    from recall.llm.factory import agent_model
+    from recall.runner import AgentRunner, LocalBackend
+
+    with Recall("recall.db") as mem:
+        runner = AgentRunner(LocalBackend(mem.world("w").agent("helper")), agent_model("ollama/llama3.2"))
+        runner.step(timeout=30)  # or runner.run(stop_event) in a thread; run_agents() for several
+"""
+
+from recall.runner.agent_runner import APOLOGY, AgentRunner, RunStats, ToolFunction, run_agents, tool_function
+from recall.runner.backend import BackendError, HttpBackend, LocalBackend, RunnerBackend
+from recall.runner.replies import Reply, process_reply
+
+__all__ = [
+    "APOLOGY",
+    "AgentRunner",
+    "BackendError",
+    "HttpBackend",
+    "LocalBackend",
+    "Reply",
+    "RunStats",
+    "RunnerBackend",
+    "ToolFunction",
+    "process_reply",
+    "run_agents",
+    "tool_function",
+]
