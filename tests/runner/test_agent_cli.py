@@ -1,5 +1,5 @@
-"""`recall agent run` as its own process: two agents on a real recall server answer through a
-real local model server, and SIGTERM stops the process cleanly."""
+"""`recall agent run` as processes of their own: three agents in two processes on a real recall
+server answer through a real local model server, and SIGTERM stops each process cleanly."""
 
 from __future__ import annotations
 
@@ -25,27 +25,41 @@ def test_agent_run_answers_over_http_and_stops_on_sigterm(tmp_path: Path, model_
     world.add_human("maria")
     world.add_agent("ana", system_prompt="You are ana.")
     world.add_agent("ben", system_prompt="You are ben.")
+    world.add_agent("cy", system_prompt="You are cy.")
     model_server.responder = lambda path, body: f"{body['messages'][0]['content'].split()[2]} here"
-    command = [
-        sys.executable, "-m", "recall.cli", "agent", "run", "--server", live.url, "--world", "desk",
-        "--agent", "ana", "--agent", "ben", "--model", "openai/test-model", "--base-url", model_server.openai_url,
-        "--api-key", "sk-test",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
+
+    def command(*agents: str) -> list[str]:
+        return [
+            sys.executable, "-m", "recall.cli", "agent", "run", "--server", live.url, "--world", "desk",
+            *(a for agent in agents for a in ("--agent", agent)),
+            "--model", "openai/test-model", "--base-url", model_server.openai_url, "--api-key", "sk-test",
+        ]  # fmt: skip
+
+    # Two agents in one process, a third in another: they coordinate only through the server.
+    processes = [
+        subprocess.Popen(command("ana", "ben"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ}),
+        subprocess.Popen(command("cy"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ}),
+    ]
     try:
-        world.post("maria", "Good morning!")  # public: both answer
+        world.post("maria", "Good morning!")  # public: every agent answers, once
         deadline = time.monotonic() + 30
-        while sorted(m.content for m in world.messages() if m.sender != "maria") != ["ana. here", "ben. here"]:
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+        expected = ["ana. here", "ben. here", "cy. here"]
+        while sorted(m.content for m in world.messages() if m.sender != "maria") != expected:
+            for process in processes:
+                assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
             assert time.monotonic() < deadline, [m.content for m in world.messages()]
             time.sleep(0.05)
         assert {r.headers.get("authorization") for r in model_server.requests} == {"Bearer sk-test"}
+        assert len(model_server.requests) == 3
     finally:
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
+        outputs = []
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+            outputs.append(process.communicate(timeout=60)[1].decode())
         stop_server(live)
-    assert process.returncode == 0, stderr.decode()
-    assert b"running ana, ben in desk on openai:test-model" in stderr
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    assert "running ana, ben in desk on openai:test-model" in outputs[0]
+    assert "running cy in desk on openai:test-model" in outputs[1]
 
 
 def test_agent_run_refuses_a_bad_model_spec() -> None:
