@@ -1,5 +1,7 @@
 """Agents that answer (spec §7): the runner loop, how it reaches recall, and reply post-processing.
 
+Example::
+
     from recall import Recall
     from recall.llm.factory import agent_model
     from recall.runner import AgentRunner, LocalBackend
