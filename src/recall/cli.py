@@ -557,7 +557,7 @@ def serve(
     ] = False,
     demo: Annotated[bool, typer.Option(help="Create the demo world when the store has no world.")] = False,
 ) -> None:
-    """Serve the HTTP API (/v1, docs at /docs) and MCP (/mcp)."""
+    """Serve the HTTP API (/v1, docs at /docs), MCP (/mcp) and the web inspector (/)."""
     import uvicorn
 
     from recall.server.config import load_config
@@ -579,7 +579,9 @@ def serve(
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(1) from None
     auth = f"{len(settings.keys)} API key(s)" if settings.keys else "no API keys (loopback only)"
-    err.print(f"recall serving {settings.db} at http://{settings.host}:{settings.port} ({auth}); docs at /docs")
+    err.print(
+        f"recall serving {settings.db} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs"
+    )
     uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 

@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from recall import __version__
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
+from recall.core.routing import would_respond
 from recall.errors import (
     BudgetExceededError,
     ConflictError,
@@ -42,6 +43,7 @@ from recall.server.config import ServerConfig
 from recall.server.inbox import Notifier, wait_for_mentions
 from recall.server.long_term_routes import add_long_term_routes
 from recall.server.metrics import Metrics
+from recall.server.ui import add_ui_routes
 from recall.server.writer import PostWriter
 from recall.service import PostRequest, RecallService
 from recall.store.base import WorldRecord
@@ -253,13 +255,35 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         after: Annotated[int, Query(ge=0, le=2**62, description="cursor: only ids above this")] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         all_chats: Annotated[bool, Query(description="every chat of the world, not one")] = False,
+        detail: Annotated[
+            bool, Query(description="add `delivered_to` and `would_respond` (the agents it addresses)")
+        ] = False,
     ) -> dict[str, Any]:
         record = world_of(world, who)
         messages = service.messages(record.id, chat_id, after, limit, all_chats)
         return {
-            "messages": [m.to_dict() for m in messages],
+            "messages": [_detailed(m) if detail else m.to_dict() for m in messages],
             "next_after": messages[-1].id if len(messages) == limit else None,
         }
+
+    def _detailed(message: Message) -> dict[str, Any]:
+        delivered = service.recipients(message)
+        responders = [agent for agent in delivered if would_respond(agent, message)]
+        return {**message.to_dict(), "delivered_to": list(delivered), "would_respond": responders}
+
+    @app.get("/v1/worlds/{world}/agents/{agent}/deliveries", tags=["agents"], summary="What the agent was sent")
+    async def deliveries(
+        world: str,
+        agent: str,
+        who: Caller,
+        unread_only: bool = False,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        """Messages delivered to the agent, oldest first, each with whether it is read. Unlike the
+        inbox check this only reads: nothing is marked read."""
+        world_id, agent_id = agent_of(world, agent, who)
+        entries = service.inbox(world_id, agent_id, unread_only, limit)
+        return {"messages": [{**m.to_dict(), "read": read} for m, read in entries]}
 
     # -- an agent's inbox, context and replies --------------------------------------------------
 
@@ -405,6 +429,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return {"forgotten": service.forget(world_id, agent_id, key)}
 
     add_long_term_routes(app, service, world_of, agent_of)
+    add_ui_routes(app)
     return app
 
 

@@ -1,0 +1,45 @@
+"""The web inspector: what every agent heard and what its model saw, at `/` of `recall serve`.
+
+The pages are one static shell (`ui/index.html`) with a small script (`ui/app.js`) that reads the
+REST API with the key the user typed, kept in the browser's session storage. So the shell holds
+no data and needs no auth; every piece of stored text reaches the page through the API and is
+put into the document as text (never as HTML), so nothing stored can inject markup. The assets
+are served from the package: no CDN, nothing fetched from elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import FileResponse, RedirectResponse
+
+UI_DIR = Path(__file__).parent / "ui"
+#: The assets that may be served, with their types (a fixed list: no path from a request is
+#: ever joined to the folder).
+ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+#: The shell's security headers: scripts and styles from this server only, no framing.
+SHELL_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def add_ui_routes(app: FastAPI) -> None:
+    """Serve the inspector: `/` redirects to `/ui/`, every `/ui/…` page is the shell."""
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/ui/")
+
+    @app.get("/ui/assets/{name}", include_in_schema=False)
+    async def asset(name: str) -> FileResponse:
+        media = ASSETS.get(name)
+        if media is None:
+            raise HTTPException(404, "no such asset")
+        return FileResponse(UI_DIR / name, media_type=media, headers={"X-Content-Type-Options": "nosniff"})
+
+    @app.get("/ui/{page:path}", include_in_schema=False)
+    async def shell(page: str) -> FileResponse:
+        return FileResponse(UI_DIR / "index.html", media_type="text/html; charset=utf-8", headers=SHELL_HEADERS)

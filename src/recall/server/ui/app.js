@@ -1,0 +1,356 @@
+// recall inspector: pages built from the REST API. Stored text only ever becomes DOM text
+// (el() turns strings into text nodes), never HTML, so nothing stored can inject markup.
+"use strict";
+
+const KEY = "recall-api-key";
+const SECTION_COLORS = {
+  system_prompt: "#7a8699", memory: "#2f6fd6", long_term: "#7b5cd6", similar: "#b35cd6",
+  observations: "#d6a12f", summary: "#8a8a2f", history: "#1f8a4c", incoming: "#d65c2f",
+};
+
+// -- DOM and API helpers ------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const main = () => document.getElementById("main");
+const enc = encodeURIComponent;
+
+class ApiError extends Error {}
+
+async function api(method, path, body) {
+  const headers = { "content-type": "application/json" };
+  const key = sessionStorage.getItem(KEY);
+  if (key) headers.authorization = `Bearer ${key}`;
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401) {
+    showLogin(key ? "That key was refused." : "This server needs an API key.");
+    throw new ApiError("authentication required");
+  }
+  const data = response.headers.get("content-type")?.includes("json") ? await response.json() : {};
+  if (!response.ok) throw new ApiError(data?.error?.message || data?.detail || `HTTP ${response.status}`);
+  return data;
+}
+
+function showLogin(why) {
+  const form = el("form", { class: "card", id: "login", onsubmit: (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(KEY, form.elements.key.value.trim());
+    location.reload();
+  } },
+    el("h1", {}, "API key"),
+    el("p", { class: "muted" }, why, " It is kept for this browser session only."),
+    el("div", { class: "inline" }, el("input", { name: "key", type: "password", placeholder: "key", size: 40, autofocus: true }),
+       " ", el("button", { type: "submit" }, "Use key")));
+  main().replaceChildren(form);
+}
+
+function crumbs(...parts) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(...parts.flatMap((p, i) => [i ? " / " : "", p.href ? el("a", { href: p.href }, p.text) : el("span", {}, p.text)]));
+}
+
+function fail(error) {
+  if (error instanceof ApiError && error.message === "authentication required") return;
+  main().append(el("p", { class: "error", role: "alert" }, String(error.message || error)));
+}
+
+function when(iso) {
+  const d = new Date(iso);
+  return isNaN(d) ? iso : d.toLocaleString();
+}
+
+function badge(kind) { return el("span", { class: `badge ${kind}` }, kind); }
+
+function highlighted(text, query) {
+  // <mark> around every query word, built as DOM nodes (the text stays text).
+  const words = (query.toLowerCase().match(/[\p{L}\p{N}_]+/gu) || []).filter((w) => w.length > 1);
+  if (!words.length) return [text];
+  const pattern = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})`, "giu");
+  return text.split(pattern).map((part, i) => (i % 2 ? el("mark", {}, part) : part));
+}
+
+// -- pages ----------------------------------------------------------------------------------
+
+async function worldsPage() {
+  crumbs({ text: "worlds" });
+  const [{ worlds }, scopes] = await Promise.all([api("GET", "/v1/worlds"), api("GET", "/v1/scopes").catch(() => ({ scopes: [] }))]);
+  main().replaceChildren(
+    el("h1", {}, "Worlds"),
+    worlds.length
+      ? el("ul", { class: "plain card", id: "worlds" }, worlds.map((w) =>
+          el("li", {}, el("a", { href: `/ui/worlds/${enc(w.id)}` }, w.name || w.id), " ", el("span", { class: "muted" }, w.id))))
+      : el("p", { class: "muted" }, "No worlds yet."),
+    el("h2", {}, "Facts by scope"),
+    el("ul", { class: "plain card", id: "scopes" }, (scopes.scopes || []).map((s) => {
+      const scope = typeof s === "string" ? s : s.scope;
+      return el("li", {}, el("a", { href: `/ui/scopes/${enc(scope)}` }, scope), typeof s === "string" ? "" : el("span", { class: "muted" }, ` ${s.facts} facts`));
+    })),
+  );
+}
+
+function messageRow(m) {
+  const delivered = m.delivered_to || [];
+  const responders = new Set(m.would_respond || []);
+  return el("div", { class: "msg", dataset: { id: m.id } },
+    el("div", { class: "meta" }, `#${m.id} `, el("strong", {}, m.sender), badge(m.sender_type),
+       m.chat_id ? ` · chat ${m.chat_id}` : "", " · ", when(m.created_at),
+       m.parent_id ? ` · reply to #${m.parent_id}` : ""),
+    el("div", { class: "content" }, m.content || (m.metadata?.tool_calls ? "(tool calls)" : "")),
+    el("div", { class: "meta" },
+       m.mentions?.length ? `mentions: ${m.mentions.map((x) => "@" + x).join(" ")} · ` : "",
+       "delivered to: ", delivered.length ? delivered.map((a, i) => [i ? ", " : "",
+         responders.has(a) ? el("span", { class: "responds", title: "would respond" }, `${a} ✓`) : a]) : "nobody"));
+}
+
+async function worldPage(worldId) {
+  const world = await api("GET", `/v1/worlds/${enc(worldId)}`);
+  crumbs({ text: "worlds", href: "/ui/" }, { text: world.id });
+  const agents = world.agents || [];
+  const humans = world.humans || [];
+  const timeline = el("div", { class: "card", id: "timeline" });
+  const senders = el("select", { name: "sender" }, [...humans.map((h) => h.id ?? h), "world", "system"].map((s) => el("option", { value: s }, s)));
+  const status = el("span", { class: "muted", role: "status" });
+  const form = el("form", { class: "card", id: "post-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const body = { sender: senders.value, content: form.elements.content.value };
+    if (form.elements.chat.value.trim()) body.chat_id = form.elements.chat.value.trim();
+    try {
+      await api("POST", `/v1/worlds/${enc(world.id)}/messages`, body);
+      form.elements.content.value = "";
+      status.textContent = "posted";
+      await poll();
+    } catch (error) { status.textContent = String(error.message); }
+  } },
+    el("div", { class: "inline" }, "as ", senders, " in chat ", el("input", { name: "chat", placeholder: "(default)", size: 12 })),
+    el("textarea", { name: "content", required: true, placeholder: "Message (@agent to address one)" }),
+    el("div", { class: "inline" }, el("button", { type: "submit" }, "Post"), status));
+  main().replaceChildren(
+    el("h1", {}, world.name || world.id),
+    el("div", { class: "cols" },
+      el("div", {},
+        el("div", { class: "card" }, el("h2", {}, "Agents"), el("ul", { class: "plain", id: "agents" }, agents.map((a) => {
+          const id = a.id ?? a;
+          return el("li", {}, el("a", { href: `/ui/worlds/${enc(world.id)}/agents/${enc(id)}` }, id),
+                    " · ", el("a", { href: `/ui/scopes/${enc(`agent:${world.id}/${id}`)}`, class: "muted" }, "facts"));
+        })),
+          el("h2", {}, "Humans"), el("ul", { class: "plain" }, humans.map((h) => {
+            const id = h.id ?? h;
+            return el("li", {}, id, " · ", el("a", { href: `/ui/scopes/${enc(`user:${id}`)}`, class: "muted" }, "facts"));
+          })),
+          el("h2", {}, "Chats"), el("ul", { class: "plain" }, (world.chats || []).map((c) =>
+            el("li", {}, c.id ?? "(default)", el("span", { class: "muted" }, ` ${c.messages} messages`)))),
+          el("p", {}, el("a", { href: `/ui/worlds/${enc(world.id)}/search` }, "Search this world"))),
+      ),
+      el("div", {}, form, el("h2", {}, "Timeline ", el("span", { class: "muted" }, "(live)")), timeline)));
+  let after = 0;
+  async function poll() {
+    for (;;) {
+      const page = await api("GET", `/v1/worlds/${enc(world.id)}/messages?all_chats=true&detail=true&limit=500&after=${after}`);
+      for (const m of page.messages) { timeline.append(messageRow(m)); after = m.id; }
+      if (!page.next_after) break;
+    }
+  }
+  await poll();
+  setInterval(() => poll().catch(() => {}), 1000);
+}
+
+async function agentPage(worldId, agentId) {
+  const world = await api("GET", `/v1/worlds/${enc(worldId)}`);
+  crumbs({ text: "worlds", href: "/ui/" }, { text: world.id, href: `/ui/worlds/${enc(world.id)}` }, { text: agentId });
+  const depth = el("select", { name: "depth", id: "depth" }, [10, 25, 50, 100].map((n) => el("option", { value: n, selected: n === 25 }, n)));
+  const budget = el("input", { name: "budget", id: "budget", type: "number", min: 1, placeholder: "model default", size: 10 });
+  const chatIds = (world.chats || []).map((c) => c.id);
+  if (!chatIds.includes(null)) chatIds.unshift(null);
+  const chat = el("select", { name: "chat", id: "chat" }, chatIds.map((c) => el("option", { value: c ?? "" }, c ?? "(default)")));
+  const view = el("div", { id: "context" });
+  const controls = el("form", { class: "card inline", id: "controls", onsubmit: (e) => { e.preventDefault(); render(); } },
+    "Memory Depth ", depth, " Budget ", budget, " Chat ", chat, el("button", { type: "submit" }, "Rebuild"));
+  depth.addEventListener("change", () => render());
+  chat.addEventListener("change", () => render());
+  const inbox = el("div", { class: "card", id: "inbox" });
+  main().replaceChildren(el("h1", {}, `What ${agentId}'s model gets`), controls, view,
+                         el("h2", {}, "Inbox"), inbox);
+
+  async function render() {
+    const body = { history_limit: Number(depth.value), format: "openai" };
+    if (budget.value) body.max_tokens = Number(budget.value);
+    if (chat.value) body.chat_id = chat.value;
+    let ctx;
+    try {
+      ctx = await api("POST", `/v1/worlds/${enc(world.id)}/agents/${enc(agentId)}/context`, body);
+    } catch (error) {
+      view.replaceChildren(el("p", { class: "error", role: "alert" }, String(error.message)));
+      return;
+    }
+    const all = await api("GET", `/v1/worlds/${enc(world.id)}/messages?all_chats=true&limit=1000`);
+    const byId = new Map(all.messages.map((m) => [m.id, m]));
+    view.replaceChildren(budgetBar(ctx.report), contextCard(ctx), await factsCard(ctx.report), candidatesCard(ctx.report, byId));
+  }
+
+  async function renderInbox() {
+    const data = await api("GET", `/v1/worlds/${enc(world.id)}/agents/${enc(agentId)}/deliveries?limit=500`);
+    const unread = data.messages.filter((m) => !m.read);
+    const read = data.messages.filter((m) => m.read);
+    inbox.replaceChildren(
+      el("div", { class: "section-label" }, `unread (${unread.length})`),
+      ...unread.map((m) => el("div", { class: "msg unread" }, el("span", { class: "meta" }, `#${m.id} ${m.sender}: `), m.content)),
+      el("div", { class: "section-label" }, `read (${read.length})`),
+      ...read.slice(-50).map((m) => el("div", { class: "msg excluded" }, el("span", { class: "meta" }, `#${m.id} ${m.sender}: `), m.content)));
+  }
+
+  await Promise.all([render(), renderInbox()]);
+}
+
+function budgetBar(report) {
+  const total = Math.max(report.budget, 1);
+  const bar = el("div", { class: "bar", title: `${report.total_tokens} of ${report.budget} tokens` },
+    Object.entries(report.sections).filter(([, n]) => n > 0).map(([section, n]) =>
+      el("span", { style: `width:${(100 * n) / total}%;background:${SECTION_COLORS[section] || "#999"}`, title: `${section}: ${n}` })));
+  return el("div", { class: "card", id: "budget-card" },
+    el("div", {}, el("strong", { id: "total-tokens" }, `${report.total_tokens}`), ` of ${report.budget} tokens (${report.encoding}) · history limit ${report.history_limit} · filter ${report.context_filter}`),
+    bar,
+    el("table", { id: "sections" }, el("tr", {}, el("th", {}, "section"), el("th", { class: "num" }, "tokens")),
+      Object.entries(report.sections).map(([section, n]) => el("tr", {}, el("td", {}, section), el("td", { class: "num" }, n)))),
+    report.notes.map((note) => el("p", { class: "muted" }, "note: ", note)));
+}
+
+function contextCard(ctx) {
+  return el("div", { class: "card", id: "model-input" }, el("h2", {}, `Model input (${ctx.messages.length} messages)`),
+    ctx.messages.map((m) => el("div", { class: "msg", dataset: { role: m.role } },
+      el("span", { class: "role" }, m.role), m.name ? el("span", { class: "muted" }, ` (${m.name})`) : "",
+      el("pre", { class: "block" }, typeof m.content === "string" ? m.content : JSON.stringify(m.content)))));
+}
+
+async function factsCard(report) {
+  const facts = report.items.filter((i) => i.kind === "fact");
+  if (!facts.length) return el("div", { class: "card", id: "facts" }, el("h2", {}, "Facts"), el("p", { class: "muted" }, "No facts for this conversation."));
+  const scopes = [...new Set(facts.map((f) => f.scope))];
+  const lists = await Promise.all(scopes.map((s) => api("GET", `/v1/scopes/${enc(s)}/facts`).catch(() => ({ facts: [] }))));
+  const content = new Map(lists.flatMap((l) => l.facts).map((f) => [f.id, f]));
+  return el("div", { class: "card", id: "facts" }, el("h2", {}, "Facts, ranked"),
+    el("table", {}, el("tr", {}, ["fact", "scope", "score", "similarity", "confidence", ""].map((h) => el("th", {}, h))),
+      facts.map((f) => el("tr", { class: f.included ? "" : "excluded" },
+        el("td", {}, content.get(f.id)?.content ?? `#${f.id}`), el("td", {}, el("a", { href: `/ui/scopes/${enc(f.scope)}` }, f.scope)),
+        el("td", { class: "num" }, f.score), el("td", { class: "num" }, f.similarity ?? "–"), el("td", { class: "num" }, f.confidence),
+        el("td", {}, f.included ? "in the block" : el("span", { class: "reason" }, "did not fit"))))));
+}
+
+function candidatesCard(report, byId) {
+  const items = report.items.filter((i) => i.kind === "message");
+  const history = items.filter((i) => i.included && i.section === "history").length;
+  const excluded = Object.entries(report.excluded).map(([reason, n]) => `${reason} ${n}`).join(", ");
+  return el("div", { class: "card", id: "candidates" },
+    el("h2", {}, "Conversation as this agent heard it"),
+    el("p", { class: "muted", id: "history-count" }, `${history} history messages, ${report.incoming_count} incoming; excluded: ${excluded || "none"}`),
+    items.map((i) => {
+      const m = byId.get(i.id);
+      return el("div", { class: `msg ${i.included ? "included" : "excluded"}`, dataset: { id: i.id, section: i.section || "", reason: i.reason || "" } },
+        el("div", { class: "meta" }, `#${i.id} `, el("strong", {}, i.sender || m?.sender || ""),
+           i.included ? el("span", { class: "badge" }, `${i.section} · ${i.tokens} tok`) : el("span", { class: "reason" }, i.reason)),
+        el("div", { class: "content" }, m ? m.content : ""));
+    }));
+}
+
+async function scopePage(scope) {
+  crumbs({ text: "worlds", href: "/ui/" }, { text: `facts of ${scope}` });
+  const data = await api("GET", `/v1/scopes/${enc(scope)}/facts`);
+  const filter = el("input", { id: "fact-filter", type: "search", placeholder: "search facts", size: 30 });
+  const table = el("table", { id: "facts-table" });
+  const categories = ["preference", "knowledge", "context", "behavior", "goal", "correction"];
+  const path = (id) => `/v1/scopes/${enc(data.scope)}/facts${id ? "/" + id : ""}`;
+
+  function row(f) {
+    const tr = el("tr", { dataset: { id: f.id } },
+      el("td", { class: "content" }, f.content), el("td", {}, f.category), el("td", { class: "num" }, f.confidence.toFixed(2)),
+      el("td", { class: "muted" }, when(f.updated_at || f.created_at)),
+      el("td", {}, el("button", { type: "button", class: "secondary", onclick: () => tr.replaceWith(editor(f)) }, "Edit"), " ",
+         el("button", { type: "button", class: "secondary", onclick: async () => {
+           if (!confirm(`Delete "${f.content}"?`)) return;
+           await api("DELETE", path(f.id)); tr.remove();
+         } }, "Delete")));
+    return tr;
+  }
+
+  function editor(f) {
+    const content = el("input", { name: "content", value: f.content, size: 50 });
+    const category = el("select", { name: "category" }, categories.map((c) => el("option", { value: c, selected: c === f.category }, c)));
+    const confidence = el("input", { name: "confidence", type: "number", min: 0, max: 1, step: 0.05, value: f.confidence });
+    const message = el("span", { class: "error" });
+    const tr = el("tr", { class: "editing", dataset: { id: f.id } },
+      el("td", {}, content), el("td", {}, category), el("td", {}, confidence), el("td", {}),
+      el("td", {}, el("button", { type: "button", onclick: async () => {
+        try {
+          const updated = await api("PATCH", path(f.id), { content: content.value, category: category.value, confidence: Number(confidence.value) });
+          tr.replaceWith(row(updated));
+        } catch (error) { message.textContent = String(error.message); }
+      } }, "Save"), " ", el("button", { type: "button", class: "secondary", onclick: () => tr.replaceWith(row(f)) }, "Cancel"), message));
+    return tr;
+  }
+
+  table.append(el("tr", {}, ["fact", "category", "confidence", "updated", ""].map((h) => el("th", {}, h))), ...data.facts.map(row));
+  filter.addEventListener("input", () => {
+    const q = filter.value.toLowerCase();
+    for (const tr of table.querySelectorAll("tr[data-id]")) tr.hidden = q && !tr.textContent.toLowerCase().includes(q);
+  });
+  const add = el("form", { class: "inline", id: "add-fact", onsubmit: async (e) => {
+    e.preventDefault();
+    const created = await api("POST", path(), { content: add.elements.content.value, category: add.elements.category.value, confidence: Number(add.elements.confidence.value) });
+    table.append(row(created)); add.reset();
+  } }, el("input", { name: "content", placeholder: "new fact", size: 40, required: true }),
+     el("select", { name: "category" }, categories.map((c) => el("option", { value: c }, c))),
+     el("input", { name: "confidence", type: "number", min: 0, max: 1, step: 0.05, value: 0.9 }), el("button", { type: "submit" }, "Add"));
+  main().replaceChildren(el("h1", {}, `Facts of ${data.scope}`),
+    Object.keys(data.sections || {}).length
+      ? el("div", { class: "card" }, Object.entries(data.sections).map(([name, text]) => el("div", {}, el("div", { class: "section-label" }, name), el("p", {}, text))))
+      : "",
+    el("div", { class: "card" }, el("div", { class: "inline" }, filter), table), el("div", { class: "card" }, add));
+}
+
+async function searchPage(worldId) {
+  crumbs({ text: "worlds", href: "/ui/" }, { text: worldId, href: `/ui/worlds/${enc(worldId)}` }, { text: "search" });
+  const params = new URLSearchParams(location.search);
+  const input = el("input", { name: "q", type: "search", value: params.get("q") || "", size: 50, placeholder: "search messages, memories and facts" });
+  const method = el("select", { name: "method" }, ["hybrid", "bm25", "vector"].map((m) => el("option", { value: m, selected: m === (params.get("method") || "hybrid") }, m)));
+  const results = el("div", { id: "results" });
+  main().replaceChildren(el("h1", {}, `Search ${worldId}`),
+    el("form", { class: "card inline", method: "get" }, input, method, el("button", { type: "submit" }, "Search")), results);
+  const query = input.value.trim();
+  if (!query) return;
+  const data = await api("POST", `/v1/worlds/${enc(worldId)}/search`, { query, k: 20, method: method.value });
+  results.replaceChildren(el("div", { class: "card" }, data.results.length ? data.results.map((r) =>
+    el("div", { class: "msg hit" },
+      el("div", { class: "meta" }, badge(r.kind), ` score ${Number(r.score).toFixed(4)} · `, r.sender ? `${r.sender} · ` : "", when(r.created_at)),
+      el("div", { class: "content" }, highlighted(r.text, query)))) : el("p", { class: "muted" }, "Nothing found.")));
+}
+
+// -- routing --------------------------------------------------------------------------------
+
+async function route() {
+  const logout = document.getElementById("logout");
+  logout.hidden = !sessionStorage.getItem(KEY);
+  logout.addEventListener("click", () => { sessionStorage.removeItem(KEY); location.href = "/ui/"; });
+  const parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  try {
+    if (!parts.length) return await worldsPage();
+    if (parts[0] === "scopes" && parts.length >= 2) return await scopePage(parts.slice(1).join("/"));
+    if (parts[0] === "worlds" && parts.length === 2) return await worldPage(parts[1]);
+    if (parts[0] === "worlds" && parts[2] === "agents" && parts.length === 4) return await agentPage(parts[1], parts[3]);
+    if (parts[0] === "worlds" && parts[2] === "search") return await searchPage(parts[1]);
+    main().replaceChildren(el("p", { class: "error" }, "No such page."), el("a", { href: "/ui/" }, "All worlds"));
+  } catch (error) { fail(error); }
+}
+
+document.addEventListener("DOMContentLoaded", route);
