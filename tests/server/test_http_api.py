@@ -297,3 +297,20 @@ def wait_until(condition: Any, timeout: float = 10) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.01)
+
+
+def test_message_details_and_deliveries_only_read(client: httpx.Client) -> None:
+    post(client, "maria", "@agent-a hello")
+    post(client, "agent-a", "hi maria")  # addresses nobody
+    listed = client.get("/v1/worlds/w/messages", params={"detail": "true"}).json()["messages"]
+    assert [(m["delivered_to"], m["would_respond"]) for m in listed] == [
+        (["agent-a", "agent-b"], ["agent-a"]),
+        (["agent-b"], []),
+    ]
+    assert "delivered_to" not in client.get("/v1/worlds/w/messages").json()["messages"][0]
+    for _ in range(2):  # reading deliveries marks nothing read
+        seen = client.get("/v1/worlds/w/agents/agent-b/deliveries").json()["messages"]
+        assert [(m["content"], m["read"]) for m in seen] == [("@agent-a hello", False), ("hi maria", False)]
+    client.post("/v1/worlds/w/agents/agent-b/inbox/ack", json={"ids": [seen[0]["id"]]}).raise_for_status()
+    unread = client.get("/v1/worlds/w/agents/agent-b/deliveries", params={"unread_only": "true"}).json()
+    assert [m["content"] for m in unread["messages"]] == ["hi maria"]

@@ -22,7 +22,7 @@ from tests.ui.browser import launch
 #: (file name, page, what to wait for before the picture)
 PAGES = [
     ("inspector-world.png", "/ui/worlds/support", "#timeline .msg"),
-    ("inspector-agent.png", "/ui/worlds/support/agents/billing", "#candidates"),
+    ("inspector-agent.png", "/ui/worlds/support/agents/billing?budget=400", "#candidates"),
     ("inspector-facts.png", "/ui/scopes/user%3Amaria", "#facts-table"),
     ("inspector-search.png", "/ui/worlds/support/search?q=refund+invoice", "#results .hit"),
 ]

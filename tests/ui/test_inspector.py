@@ -103,6 +103,10 @@ def test_an_agents_context_and_memory_depth(live: LiveServer, page: Page) -> Non
     history = page.locator('#candidates .msg.included[data-section="history"]')
     expect(history).to_have_count(25)  # the default depth
     expect(page.locator("#model-input .msg").first).to_contain_text("You are Bill")
+    # The model input, labelled section by section in the builder's order.
+    expect(page.locator('#model-input .msg[data-section="memory"]')).to_contain_text("<memory>")
+    expect(page.locator('#model-input .msg[data-section="history"]')).to_have_count(25)
+    expect(page.locator('#model-input .msg[data-section="incoming"]')).to_have_count(0)
     expect(page.locator("#facts")).to_contain_text("Uses the Android app, version 4.2")
     expect(page.locator("#facts")).to_contain_text("in the block")
     expect(page.locator("#sections")).to_contain_text("history")
@@ -122,6 +126,14 @@ def test_an_agents_context_and_memory_depth(live: LiveServer, page: Page) -> Non
     expect(page.locator('#candidates .msg[data-reason="over-budget"]').first).to_be_visible()
     total = int(page.locator("#total-tokens").inner_text())
     assert 0 < total <= 900
+    # The budget bar: one segment per non-empty section, as wide as its share of the budget.
+    segments = page.locator("#budget-card .bar span")
+    widths = [float(w.rstrip("%")) for w in segments.evaluate_all("spans => spans.map(s => s.style.width)")]
+    assert widths and abs(sum(widths) - 100 * total / 900) < 0.5
+    # The view's settings can come from the address.
+    page.goto(f"{live.url}/ui/worlds/support/agents/billing?depth=10&budget=5000")
+    expect(history).to_have_count(10)
+    expect(page.locator("#budget-card")).to_contain_text("of 5000 tokens")
     # The inbox lists unread and read deliveries.
     expect(page.locator("#inbox")).to_contain_text("unread (")
 

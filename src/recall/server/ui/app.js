@@ -16,6 +16,8 @@ function el(tag, attrs, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else if (name === "dataset") Object.assign(node.dataset, value);
+    // Styles through the CSSOM: the page's Content-Security-Policy forbids inline style text.
+    else if (name === "style") Object.assign(node.style, value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
   for (const child of children.flat(Infinity)) {
@@ -170,11 +172,14 @@ async function worldPage(worldId) {
 async function agentPage(worldId, agentId) {
   const world = await api("GET", `/v1/worlds/${enc(worldId)}`);
   crumbs({ text: "worlds", href: "/ui/" }, { text: world.id, href: `/ui/worlds/${enc(world.id)}` }, { text: agentId });
-  const depth = el("select", { name: "depth", id: "depth" }, [10, 25, 50, 100].map((n) => el("option", { value: n, selected: n === 25 }, n)));
-  const budget = el("input", { name: "budget", id: "budget", type: "number", min: 1, placeholder: "model default", size: 10 });
+  // ?depth=&budget=&chat= preset the view, so a view can be shared as a link.
+  const params = new URLSearchParams(location.search);
+  const chosen = Number(params.get("depth")) || 25;
+  const depth = el("select", { name: "depth", id: "depth" }, [10, 25, 50, 100].map((n) => el("option", { value: n, selected: n === chosen }, n)));
+  const budget = el("input", { name: "budget", id: "budget", type: "number", min: 1, placeholder: "model default", size: 10, value: params.get("budget") });
   const chatIds = (world.chats || []).map((c) => c.id);
   if (!chatIds.includes(null)) chatIds.unshift(null);
-  const chat = el("select", { name: "chat", id: "chat" }, chatIds.map((c) => el("option", { value: c ?? "" }, c ?? "(default)")));
+  const chat = el("select", { name: "chat", id: "chat" }, chatIds.map((c) => el("option", { value: c ?? "", selected: (c ?? "") === (params.get("chat") || "") }, c ?? "(default)")));
   const view = el("div", { id: "context" });
   const controls = el("form", { class: "card inline", id: "controls", onsubmit: (e) => { e.preventDefault(); render(); } },
     "Memory Depth ", depth, " Budget ", budget, " Chat ", chat, el("button", { type: "submit" }, "Rebuild"));
@@ -218,18 +223,34 @@ function budgetBar(report) {
   const total = Math.max(report.budget, 1);
   const bar = el("div", { class: "bar", title: `${report.total_tokens} of ${report.budget} tokens` },
     Object.entries(report.sections).filter(([, n]) => n > 0).map(([section, n]) =>
-      el("span", { style: `width:${(100 * n) / total}%;background:${SECTION_COLORS[section] || "#999"}`, title: `${section}: ${n}` })));
+      el("span", { style: { width: `${Math.min(100, (100 * n) / total)}%`, background: SECTION_COLORS[section] || "#999" }, title: `${section}: ${n}` })));
   return el("div", { class: "card", id: "budget-card" },
-    el("div", {}, el("strong", { id: "total-tokens" }, `${report.total_tokens}`), ` of ${report.budget} tokens (${report.encoding}) · history limit ${report.history_limit} · filter ${report.context_filter}`),
+    el("div", {}, el("strong", { id: "total-tokens" }, `${report.total_tokens}`),
+       ` of ${report.budget} tokens (${((100 * report.total_tokens) / total).toFixed(1)} % of the budget, ${report.encoding}) · history limit ${report.history_limit} · filter ${report.context_filter}`),
     bar,
     el("table", { id: "sections" }, el("tr", {}, el("th", {}, "section"), el("th", { class: "num" }, "tokens")),
       Object.entries(report.sections).map(([section, n]) => el("tr", {}, el("td", {}, section), el("td", { class: "num" }, n)))),
     report.notes.map((note) => el("p", { class: "muted" }, "note: ", note)));
 }
 
+function sectionOfEach(ctx) {
+  // The builder's output order: the system prompt, one message per non-empty block, the
+  // summary, the history, the incoming messages; the report says how many of each.
+  const { sections, items, incoming_count: incoming } = ctx.report;
+  const labels = ["system_prompt"];
+  for (const section of ["memory", "long_term", "similar", "observations", "summary"]) {
+    if (sections[section] > 0) labels.push(section);
+  }
+  const history = items.filter((i) => i.kind === "message" && i.included && i.section === "history").length;
+  labels.push(...Array(history).fill("history"), ...Array(incoming).fill("incoming"));
+  return labels;
+}
+
 function contextCard(ctx) {
+  const labels = sectionOfEach(ctx);
   return el("div", { class: "card", id: "model-input" }, el("h2", {}, `Model input (${ctx.messages.length} messages)`),
-    ctx.messages.map((m) => el("div", { class: "msg", dataset: { role: m.role } },
+    ctx.messages.map((m, i) => el("div", { class: "msg", dataset: { role: m.role, section: labels[i] || "" } },
+      el("span", { class: "section-label", style: { color: SECTION_COLORS[labels[i]] || "inherit" } }, labels[i] || ""), " ",
       el("span", { class: "role" }, m.role), m.name ? el("span", { class: "muted" }, ` (${m.name})`) : "",
       el("pre", { class: "block" }, typeof m.content === "string" ? m.content : JSON.stringify(m.content)))));
 }
