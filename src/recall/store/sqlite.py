@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
     import sqlite3  # type: ignore[no-redef,unused-ignore]
 
 from recall.core.facts import Fact, NewFact
-from recall.core.models import Message, SenderType
+from recall.core.models import Message
 from recall.errors import RecallError
 from recall.store.base import (
     ContextSession,
@@ -34,81 +34,30 @@ from recall.store.base import (
     ParticipantRecord,
     WorldRecord,
 )
+from recall.store.rows import (
+    FACT_COLUMNS,
+    MEMORY_PAGE,
+    MESSAGE_COLUMNS,
+    NOTE_COLUMNS,
+    WORLD_COLUMNS,
+    StoreVersionError,
+    chat_id_of,
+    chat_key,
+    dt,
+    fact_record,
+    json_list,
+    memory_item,
+    message_record,
+    note_record,
+    participant_record,
+    recipient_key,
+    ts,
+    world_record,
+)
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
 
-#: Rows read per page when scanning an agent's memory newest first.
-MEMORY_PAGE = 64
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 _IN_CHUNK = 500
-
-_MESSAGE_COLUMNS = (
-    "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
-    "m.content, m.mentions, m.addressed, m.metadata, m.created_at"
-)
-
-
-class StoreVersionError(RecallError):
-    """The database was written by a newer recall than this one."""
-
-
-def _ts(dt: datetime) -> float:
-    return dt.timestamp()
-
-
-def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=UTC)
-
-
-def _chat_key(chat_id: str | None) -> str:
-    return chat_id or ""
-
-
-def _chat_id(key: str) -> str | None:
-    return key or None
-
-
-_WORLD_COLUMNS = "id, name, created_at, turn_limit, tenant"
-
-
-def _world(row: Sequence[Any]) -> WorldRecord:
-    return WorldRecord(row[0], row[1], _dt(row[2]), row[3], row[4])
-
-
-def _json_list(items: Sequence[str]) -> str:
-    return json.dumps(list(items)) if items else "[]"
-
-
-def _load_tuple(text: str) -> tuple[str, ...]:
-    # Most messages mention no one: skip the JSON parser for the common empty list.
-    return tuple(json.loads(text)) if text != "[]" else ()
-
-
-def _memory_item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(row[0], json.loads(row[1]), _dt(row[2]), None if row[3] is None else _dt(row[3]))
-
-
-def _recipient_key(keys: dict[str, int], agent_id: str) -> int:
-    key = keys.get(agent_id.lower())
-    if key is None:
-        raise RecallError(f"cannot deliver to {agent_id!r}: it is not an agent of this world")
-    return key
-
-
-def _message(row: Sequence[Any]) -> Message:
-    return Message(
-        id=row[0],
-        world_id=row[1],
-        chat_id=_chat_id(row[2]),
-        sender=row[3],
-        sender_type=SenderType(row[4]),
-        channel=row[5],
-        parent_id=row[6],
-        content=row[7],
-        mentions=_load_tuple(row[8]),
-        addressed=_load_tuple(row[9]),
-        metadata=json.loads(row[10]) if row[10] != "{}" else {},
-        created_at=_dt(row[11]),
-    )
 
 
 class SQLiteStore:
@@ -186,45 +135,42 @@ class SQLiteStore:
         with self._write() as db:
             db.execute(
                 "INSERT INTO worlds (id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?)",
-                (world_id, name, turn_limit, _ts(created_at), tenant),
+                (world_id, name, turn_limit, ts(created_at), tenant),
             )
         return WorldRecord(world_id, name, created_at, turn_limit, tenant)
 
     def get_world(self, world_id: str) -> WorldRecord | None:
-        rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
-        return _world(rows[0]) if rows else None
+        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
+        return world_record(rows[0]) if rows else None
 
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
         if tenant is None:
-            rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds ORDER BY id")
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY id")
         else:
-            rows = self._read(f"SELECT {_WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
-        return [_world(r) for r in rows]
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
+        return [world_record(r) for r in rows]
 
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as db:
             db.execute(
                 "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
-                (record.world_id, record.id, record.kind, json.dumps(record.profile), _ts(record.created_at)),
+                (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
             )
         return record
-
-    def _participant(self, row: Sequence[Any]) -> ParticipantRecord:
-        return ParticipantRecord(row[0], row[1], row[2], _dt(row[4]), json.loads(row[3]))
 
     def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
         rows = self._read(
             "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? AND id = ?",
             (world_id, participant_id),
         )
-        return self._participant(rows[0]) if rows else None
+        return participant_record(rows[0]) if rows else None
 
     def list_participants(self, world_id: str) -> list[ParticipantRecord]:
         rows = self._read(
             "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? ORDER BY kind, id",
             (world_id,),
         )
-        return [self._participant(r) for r in rows]
+        return [participant_record(r) for r in rows]
 
     def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
         """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`
@@ -241,7 +187,7 @@ class SQLiteStore:
         found = self._groups.get(cache_key)
         if found is None:
             keys = self._agent_keys(db, world_id, agents)
-            found = self._groups[cache_key] = json.dumps([_recipient_key(keys, agent) for agent in agents])
+            found = self._groups[cache_key] = json.dumps([recipient_key(keys, agent) for agent in agents])
         return found
 
     def _agent_key(self, world_id: str, agent_id: str) -> int | None:
@@ -266,12 +212,12 @@ class SQLiteStore:
             chunk = keys[start : start + _IN_CHUNK]
             marks = ", ".join("?" * len(chunk))
             rows = db.execute(
-                f"SELECT {_MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
+                f"SELECT {MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
                 f" WHERE m.world_id = ? AND m.idempotency_key IN ({marks})",
                 (world_id, *chunk),
             )
             for row in rows:
-                found[row[12]] = _message(row)
+                found[row[12]] = message_record(row)
         return found
 
     def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
@@ -298,12 +244,12 @@ class SQLiteStore:
                     stored.append(by_key[new.idempotency_key])
                     continue
                 next_id += 1
-                chat = _chat_key(new.chat_id)
+                chat = chat_key(new.chat_id)
                 rows.append(
                     (
                         next_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
-                        new.content, _json_list(new.mentions), _json_list(new.addressed),
-                        json.dumps(new.metadata) if new.metadata else "{}", _ts(new.created_at), new.idempotency_key,
+                        new.content, json_list(new.mentions), json_list(new.addressed),
+                        json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
                     )
                 )  # fmt: skip
                 fanout[(new.recipients, 0)].append(next_id)
@@ -363,29 +309,29 @@ class SQLiteStore:
                 )
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
-                [(world_id, chat, _ts(at)) for chat, at in chats.items()],
+                [(world_id, chat, ts(at)) for chat, at in chats.items()],
             )
         return stored
 
     def get_message(self, world_id: str, message_id: int) -> Message | None:
         rows = self._read(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id = ?", (world_id, message_id)
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id = ?", (world_id, message_id)
         )
-        return _message(rows[0]) if rows else None
+        return message_record(rows[0]) if rows else None
 
     def list_messages(
         self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
     ) -> list[Message]:
         if any_chat:
-            sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+            sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
             params: tuple[Any, ...] = (world_id, after, limit)
         else:
             sql = (
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id > ?"
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id > ?"
                 " ORDER BY m.id LIMIT ?"
             )
-            params = (world_id, _chat_key(chat_id), after, limit)
-        return [_message(r) for r in self._read(sql, params)]
+            params = (world_id, chat_key(chat_id), after, limit)
+        return [message_record(r) for r in self._read(sql, params)]
 
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
         rows = self._read(
@@ -393,7 +339,7 @@ class SQLiteStore:
             " FROM chats c WHERE c.world_id = ? ORDER BY c.created_at, c.id",
             (world_id,),
         )
-        return [(_chat_id(r[0]), int(r[1])) for r in rows]
+        return [(chat_id_of(r[0]), int(r[1])) for r in rows]
 
     def iter_memory(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
@@ -409,18 +355,18 @@ class SQLiteStore:
         first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
         if first is None:
             return
-        chat = _chat_key(chat_id)
+        chat = chat_key(chat_id)
         cursor_id = before if before is not None else 2**63 - 1
         while True:
             rows = self._read(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
                 " ON d.agent_key = ? AND d.message_id = m.id"
                 " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
                 " ORDER BY m.id DESC LIMIT ?",
                 (key, world_id, chat, cursor_id, first, MEMORY_PAGE),
             )
             for row in rows:
-                yield _message(row)
+                yield message_record(row)
             if len(rows) < MEMORY_PAGE:
                 return
             cursor_id = rows[-1][0]
@@ -430,7 +376,7 @@ class SQLiteStore:
         if key is None:
             return {}
         rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = ?", (key,))
-        return {_chat_id(r[0]): int(r[1]) for r in rows}
+        return {chat_id_of(r[0]): int(r[1]) for r in rows}
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
@@ -441,19 +387,19 @@ class SQLiteStore:
             return []
         if unread_only:
             sql = (
-                f"SELECT {_MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
+                f"SELECT {MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
                 " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
                 " ORDER BY d.message_id LIMIT ?"
             )
             after = max(after, self._inbox_low(key) - 1)
         else:
             sql = (
-                f"SELECT {_MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
+                f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
                 " JOIN messages m ON m.id = d.message_id"
                 " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
             )
         rows = self._read(sql, (key, after, limit))
-        return [(_message(r), bool(r[12])) for r in rows]
+        return [(message_record(r), bool(r[12])) for r in rows]
 
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
         key = self._agent_key(world_id, agent_id)
@@ -463,7 +409,7 @@ class SQLiteStore:
             cursor = db.executemany(
                 "UPDATE deliveries SET read_at = ? WHERE agent_key = ? AND message_id = ? AND own = 0"
                 " AND read_at IS NULL",
-                [(_ts(at), key, int(i)) for i in message_ids],
+                [(ts(at), key, int(i)) for i in message_ids],
             )
             marked = int(cursor.rowcount)
             if marked:
@@ -523,7 +469,7 @@ class SQLiteStore:
             cursor = db.execute(
                 "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (world_id, agent_id, kind, sim_time, json.dumps(data), _ts(created_at)),
+                (world_id, agent_id, kind, sim_time, json.dumps(data), ts(created_at)),
             )
             return int(cursor.lastrowid or 0)
 
@@ -545,22 +491,22 @@ class SQLiteStore:
 
     def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
         key = self._memory_key(world_id, agent_id)
-        expires = None if item.expires_at is None else _ts(item.expires_at)
+        expires = None if item.expires_at is None else ts(item.expires_at)
         with self._write() as db:
             db.execute(
                 "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
                 " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
-                (key, item.key, json.dumps(item.value), _ts(item.updated_at), expires),
+                (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
             )
 
     def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
         rows = self._read(
             "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ? AND key = ?"
             " AND (expires_at IS NULL OR expires_at > ?)",
-            (self._memory_key(world_id, agent_id), key, _ts(now)),
+            (self._memory_key(world_id, agent_id), key, ts(now)),
         )
-        return _memory_item(rows[0]) if rows else None
+        return memory_item(rows[0]) if rows else None
 
     def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
         agent = self._memory_key(world_id, agent_id)
@@ -570,15 +516,15 @@ class SQLiteStore:
                 "DELETE FROM agent_memory WHERE agent_key = ? AND key = ? RETURNING expires_at", (agent, key)
             )
             rows = cursor.fetchall()
-        return bool(rows) and (rows[0][0] is None or rows[0][0] > _ts(now))
+        return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
 
     def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
         rows = self._read(
             "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ?"
             " AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
-            (self._memory_key(world_id, agent_id), _ts(now)),
+            (self._memory_key(world_id, agent_id), ts(now)),
         )
-        return [_memory_item(r) for r in rows]
+        return [memory_item(r) for r in rows]
 
     # -- context once ---------------------------------------------------------------------
 
@@ -587,9 +533,9 @@ class SQLiteStore:
     ) -> ContextSession | None:
         rows = self._read(
             "SELECT last_sent_id, refreshed_at FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
-            (self._memory_key(world_id, agent_id), session, _chat_key(chat_id)),
+            (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
         )
-        return ContextSession(int(rows[0][0]), _dt(rows[0][1])) if rows else None
+        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
 
     def set_context_session(
         self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
@@ -602,42 +548,36 @@ class SQLiteStore:
                 (
                     self._memory_key(world_id, agent_id),
                     session,
-                    _chat_key(chat_id),
+                    chat_key(chat_id),
                     state.last_sent_id,
-                    _ts(state.refreshed_at),
+                    ts(state.refreshed_at),
                 ),
             )
 
     # -- facts and their scope's sections ---------------------------------------------------
 
-    _FACT_COLUMNS = "id, scope, content, category, confidence, created_at, updated_at, source, avoid"
-
-    @staticmethod
-    def _fact(row: Sequence[Any]) -> Fact:
-        return Fact(row[0], row[1], row[2], row[3], row[4], _dt(row[5]), _dt(row[6]), row[7], row[8])
-
     def list_facts(self, tenant: str, scope: str) -> list[Fact]:
         rows = self._read(
-            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? ORDER BY id", (tenant, scope)
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? ORDER BY id", (tenant, scope)
         )
-        return [self._fact(r) for r in rows]
+        return [fact_record(r) for r in rows]
 
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
         if not scopes:
             return []
         marks = ", ".join("?" * len(scopes))
         rows = self._read(
-            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope IN ({marks}) ORDER BY id",
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope IN ({marks}) ORDER BY id",
             (tenant, *scopes),
         )
-        return [self._fact(r) for r in rows]
+        return [fact_record(r) for r in rows]
 
     def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
         rows = self._read(
-            f"SELECT {self._FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? AND id = ?",
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? AND id = ?",
             (tenant, scope, fact_id),
         )
-        return self._fact(rows[0]) if rows else None
+        return fact_record(rows[0]) if rows else None
 
     def change_facts(
         self,
@@ -653,7 +593,7 @@ class SQLiteStore:
     ) -> FactWrite:
         """Every change to a scope's facts in one transaction: clear, remove, update, add, and
         merge sections (an empty text deletes a section)."""
-        at = _ts(now)
+        at = ts(now)
         removed: list[int] = []
         updated: list[Fact] = []
         added: list[Fact] = []
@@ -670,18 +610,18 @@ class SQLiteStore:
             for fact_id, new in (update or {}).items():
                 row = db.execute(
                     "UPDATE facts SET content = ?, category = ?, confidence = ?, source = ?, avoid = ?, updated_at = ?"
-                    f" WHERE tenant = ? AND scope = ? AND id = ? RETURNING {self._FACT_COLUMNS}",
+                    f" WHERE tenant = ? AND scope = ? AND id = ? RETURNING {FACT_COLUMNS}",
                     (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
                 ).fetchone()
                 if row is not None:
-                    updated.append(self._fact(row))
+                    updated.append(fact_record(row))
             for new in add:
                 row = db.execute(
                     "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
-                    f" updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {self._FACT_COLUMNS}",
+                    f" updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {FACT_COLUMNS}",
                     (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
                 ).fetchone()
-                added.append(self._fact(row))
+                added.append(fact_record(row))
             if sections:
                 current = db.execute(
                     "SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope)
@@ -706,17 +646,11 @@ class SQLiteStore:
 
     # -- long-term memories (notes) -------------------------------------------------------
 
-    _NOTE_COLUMNS = "id, world_id, owner, type, content, importance, chat_id, metadata, created_at"
-
-    @staticmethod
-    def _note(row: Sequence[Any]) -> Note:
-        return Note(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), _dt(row[8]))
-
     def add_note(self, world_id: str, note: NewNote) -> Note:
         with self._write() as db:
             row = db.execute(
                 "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {self._NOTE_COLUMNS}",
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {NOTE_COLUMNS}",
                 (
                     world_id,
                     note.owner,
@@ -725,24 +659,24 @@ class SQLiteStore:
                     note.importance,
                     note.chat_id,
                     json.dumps(note.metadata),
-                    _ts(note.created_at),
+                    ts(note.created_at),
                 ),
             ).fetchone()
-        return self._note(row)
+        return note_record(row)
 
     def get_note(self, world_id: str, note_id: int) -> Note | None:
-        rows = self._read(f"SELECT {self._NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
-        return self._note(rows[0]) if rows else None
+        rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
+        return note_record(rows[0]) if rows else None
 
     def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
         """Notes visible to `owners` ('' = shared), most important first, then newest."""
         marks = ", ".join("?" * len(owners))
         rows = self._read(
-            f"SELECT {self._NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner IN ({marks}) AND importance >= ?"
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner IN ({marks}) AND importance >= ?"
             " ORDER BY importance DESC, id DESC LIMIT ?",
             (world_id, *owners, min_importance, limit),
         )
-        return [self._note(r) for r in rows]
+        return [note_record(r) for r in rows]
 
     def delete_note(self, world_id: str, note_id: int) -> bool:
         with self._write() as db:

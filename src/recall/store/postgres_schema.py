@@ -1,0 +1,148 @@
+"""Versioned schema of the PostgreSQL store. Append new versions; never edit an applied one.
+
+The tables mirror the SQLite store's (sqlite_schema.py) so both behave the same: times are
+epoch seconds (double precision), JSON is text, and world and participant ids compare without
+regard to case (CITEXT, as SQLite's COLLATE NOCASE).
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE EXTENSION IF NOT EXISTS citext;
+        CREATE TABLE worlds (
+            id          CITEXT PRIMARY KEY,
+            name        TEXT NOT NULL,
+            turn_limit  INTEGER,
+            created_at  DOUBLE PRECISION NOT NULL,
+            tenant      TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE participants (
+            key         BIGSERIAL PRIMARY KEY,
+            world_id    CITEXT NOT NULL REFERENCES worlds(id),
+            id          CITEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('agent', 'human')),
+            profile     TEXT NOT NULL DEFAULT '{}',
+            created_at  DOUBLE PRECISION NOT NULL,
+            UNIQUE (world_id, id)
+        );
+        CREATE TABLE chats (
+            world_id    CITEXT NOT NULL REFERENCES worlds(id),
+            id          TEXT NOT NULL,
+            created_at  DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (world_id, id)
+        );
+        CREATE TABLE messages (
+            id              BIGINT PRIMARY KEY,
+            world_id        CITEXT NOT NULL REFERENCES worlds(id),
+            chat_id         TEXT NOT NULL DEFAULT '',
+            sender          TEXT NOT NULL,
+            sender_type     TEXT NOT NULL,
+            channel         TEXT,
+            parent_id       BIGINT,
+            content         TEXT NOT NULL,
+            mentions        TEXT NOT NULL DEFAULT '[]',
+            addressed       TEXT NOT NULL DEFAULT '[]',
+            metadata        TEXT NOT NULL DEFAULT '{}',
+            created_at      DOUBLE PRECISION NOT NULL,
+            idempotency_key TEXT
+        );
+        CREATE SEQUENCE messages_id_seq OWNED BY messages.id;
+        CREATE INDEX messages_by_chat ON messages (world_id, chat_id, id);
+        CREATE UNIQUE INDEX messages_by_idempotency_key
+            ON messages (world_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+        CREATE TABLE deliveries (
+            agent_key   BIGINT NOT NULL,
+            message_id  BIGINT NOT NULL,
+            own         SMALLINT NOT NULL DEFAULT 0,
+            read_at     DOUBLE PRECISION,
+            PRIMARY KEY (agent_key, message_id)
+        );
+        CREATE TABLE inbox_marks (
+            agent_key   BIGINT PRIMARY KEY,
+            low         BIGINT NOT NULL
+        );
+        CREATE TABLE memory_counts (
+            agent_key   BIGINT NOT NULL,
+            chat_id     TEXT NOT NULL,
+            n           BIGINT NOT NULL,
+            PRIMARY KEY (agent_key, chat_id)
+        );
+        CREATE TABLE turn_counters (
+            world_id    CITEXT NOT NULL,
+            agent_id    CITEXT NOT NULL,
+            count       INTEGER NOT NULL,
+            PRIMARY KEY (world_id, agent_id)
+        );
+        CREATE TABLE observations (
+            id          BIGSERIAL PRIMARY KEY,
+            world_id    CITEXT NOT NULL,
+            agent_id    CITEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('observation', 'action')),
+            sim_time    DOUBLE PRECISION NOT NULL,
+            data        TEXT NOT NULL,
+            created_at  DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX observations_by_agent ON observations (world_id, agent_id, kind, id);
+        CREATE TABLE agent_memory (
+            agent_key   BIGINT NOT NULL,
+            key         TEXT NOT NULL,
+            value       TEXT NOT NULL,
+            updated_at  DOUBLE PRECISION NOT NULL,
+            expires_at  DOUBLE PRECISION,
+            PRIMARY KEY (agent_key, key)
+        );
+        CREATE TABLE context_sessions (
+            agent_key    BIGINT NOT NULL,
+            session      TEXT NOT NULL,
+            chat_id      TEXT NOT NULL,
+            last_sent_id BIGINT NOT NULL,
+            refreshed_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (agent_key, session, chat_id)
+        );
+        CREATE TABLE facts (
+            id          BIGSERIAL PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            category    TEXT NOT NULL,
+            confidence  DOUBLE PRECISION NOT NULL,
+            source      TEXT NOT NULL,
+            avoid       TEXT,
+            created_at  DOUBLE PRECISION NOT NULL,
+            updated_at  DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX facts_by_scope ON facts (tenant, scope, id);
+        CREATE TABLE fact_sections (
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            sections    TEXT NOT NULL,
+            updated_at  DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (tenant, scope)
+        );
+        CREATE TABLE notes (
+            id          BIGSERIAL PRIMARY KEY,
+            world_id    CITEXT NOT NULL REFERENCES worlds(id),
+            owner       CITEXT NOT NULL,
+            type        TEXT NOT NULL,
+            content     TEXT NOT NULL,
+            importance  INTEGER NOT NULL,
+            chat_id     TEXT,
+            metadata    TEXT NOT NULL,
+            created_at  DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX notes_by_owner ON notes (world_id, owner, importance, id);
+        -- Bumped by every write to worlds and participants: other replicas' caches of those
+        -- rows compare it (the store's change_version) and re-read when it moved.
+        CREATE TABLE store_version (
+            one         BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+            version     BIGINT NOT NULL
+        );
+        INSERT INTO store_version (one, version) VALUES (true, 0);
+        """,
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]

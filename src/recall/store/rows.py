@@ -1,0 +1,103 @@
+"""Rows to records, shared by the SQLite and PostgreSQL stores: both keep times as epoch
+seconds, JSON as text and the default chat as '', so one set of mappers serves them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from recall.core.facts import Fact
+from recall.core.models import Message, SenderType
+from recall.errors import RecallError
+from recall.store.base import MemoryItem, Note, ParticipantRecord, WorldRecord
+
+#: Rows read per page when scanning an agent's memory newest first.
+MEMORY_PAGE = 64
+MESSAGE_COLUMNS = (
+    "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
+    "m.content, m.mentions, m.addressed, m.metadata, m.created_at"
+)
+
+
+class StoreVersionError(RecallError):
+    """The database was written by a newer recall than this one."""
+
+
+def ts(at: datetime) -> float:
+    """Epoch seconds: how both stores keep times."""
+    return at.timestamp()
+
+
+def dt(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def chat_key(chat_id: str | None) -> str:
+    return chat_id or ""
+
+
+def chat_id_of(key: str) -> str | None:
+    return key or None
+
+
+WORLD_COLUMNS = "id, name, created_at, turn_limit, tenant"
+
+
+def world_record(row: Sequence[Any]) -> WorldRecord:
+    return WorldRecord(row[0], row[1], dt(row[2]), row[3], row[4])
+
+
+def json_list(items: Sequence[str]) -> str:
+    return json.dumps(list(items)) if items else "[]"
+
+
+def load_tuple(text: str) -> tuple[str, ...]:
+    # Most messages mention no one: skip the JSON parser for the common empty list.
+    return tuple(json.loads(text)) if text != "[]" else ()
+
+
+def memory_item(row: Sequence[Any]) -> MemoryItem:
+    return MemoryItem(row[0], json.loads(row[1]), dt(row[2]), None if row[3] is None else dt(row[3]))
+
+
+def recipient_key(keys: dict[str, int], agent_id: str) -> int:
+    key = keys.get(agent_id.lower())
+    if key is None:
+        raise RecallError(f"cannot deliver to {agent_id!r}: it is not an agent of this world")
+    return key
+
+
+def message_record(row: Sequence[Any]) -> Message:
+    return Message(
+        id=row[0],
+        world_id=row[1],
+        chat_id=chat_id_of(row[2]),
+        sender=row[3],
+        sender_type=SenderType(row[4]),
+        channel=row[5],
+        parent_id=row[6],
+        content=row[7],
+        mentions=load_tuple(row[8]),
+        addressed=load_tuple(row[9]),
+        metadata=json.loads(row[10]) if row[10] != "{}" else {},
+        created_at=dt(row[11]),
+    )
+
+
+FACT_COLUMNS = "id, scope, content, category, confidence, created_at, updated_at, source, avoid"
+NOTE_COLUMNS = "id, world_id, owner, type, content, importance, chat_id, metadata, created_at"
+PARTICIPANT_COLUMNS = "world_id, id, kind, profile, created_at"
+
+
+def fact_record(row: Sequence[Any]) -> Fact:
+    return Fact(row[0], row[1], row[2], row[3], row[4], dt(row[5]), dt(row[6]), row[7], row[8])
+
+
+def note_record(row: Sequence[Any]) -> Note:
+    return Note(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), dt(row[8]))
+
+
+def participant_record(row: Sequence[Any]) -> ParticipantRecord:
+    return ParticipantRecord(row[0], row[1], row[2], dt(row[4]), json.loads(row[3]))
