@@ -9,6 +9,9 @@ import pytest
 
 from recall import Recall, Settings, World
 
+#: The PostgreSQL fixtures (`postgres_url`: a fresh database on a throwaway server) for any test.
+pytest_plugins = ["tests.pg"]
+
 AGENT_A_PROMPT = "You are agent A. You answer questions."
 AGENT_B_PROMPT = "You are agent B. You review answers."
 

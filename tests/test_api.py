@@ -8,6 +8,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from recall import (
@@ -29,13 +30,25 @@ from tests.conftest import AGENT_B_PROMPT
 # -- helpers ------------------------------------------------------------------------------
 
 
-def table_counts(db_path: Path) -> dict[str, int]:
-    """Row counts read straight from the file (with the store's own SQLite library)."""
-    with closing(store_sqlite3.connect(str(db_path))) as db:
-        return {
-            t: int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
-            for t in ("messages", "deliveries", "chats", "memory_counts", "turn_counters", "observations")
-        }
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_path(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the store lives: every test of the Python API runs on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "recall.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+COUNTED = ("messages", "deliveries", "chats", "memory_counts", "turn_counters", "observations")
+
+
+def table_counts(location: str | Path) -> dict[str, int]:
+    """Row counts read straight from the database, not through recall."""
+    db_path = str(location)
+    if db_path.startswith("postgresql://"):
+        with psycopg.connect(db_path) as conn:
+            return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in COUNTED}  # type: ignore[index]
+    with closing(store_sqlite3.connect(db_path)) as db:
+        return {t: int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in COUNTED}
 
 
 def contents(messages: list[dict[str, Any]]) -> list[str]:
@@ -45,13 +58,13 @@ def contents(messages: list[dict[str, Any]]) -> list[str]:
 # -- opening, worlds, participants --------------------------------------------------------
 
 
-def test_recall_opens_a_file_and_keeps_data(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recall_opens_a_file_and_keeps_data(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RECALL_HISTORY_LIMIT", raising=False)
     with Recall(db_path) as mem:
         w = mem.world("team", create=True, name="The team")
         w.add_human("maria")
         w.post("maria", "hello")
-    assert db_path.is_file()
+    assert db_path.startswith("postgresql://") or Path(db_path).is_file()
     with Recall(str(db_path)) as mem:
         w = mem.world("team")
         assert w.name == "The team"
@@ -165,7 +178,7 @@ def test_post_returns_the_stored_message(world: World) -> None:
     assert reply.sender_type is SenderType.AGENT
 
 
-def test_post_to_unknown_world_says_how_to_create_it(mem: Recall, db_path: Path) -> None:
+def test_post_to_unknown_world_says_how_to_create_it(mem: Recall, db_path: str) -> None:
     with pytest.raises(UnknownWorldError) as info:
         mem.service.post("nowhere", PostRequest("human", "hello?"))
     assert "nowhere" in str(info.value)
@@ -173,7 +186,7 @@ def test_post_to_unknown_world_says_how_to_create_it(mem: Recall, db_path: Path)
     assert table_counts(db_path)["messages"] == 0
 
 
-def test_unknown_sender_is_named_with_how_to_register_it(world: World, db_path: Path) -> None:
+def test_unknown_sender_is_named_with_how_to_register_it(world: World, db_path: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         world.post("bob", "hi all")
     assert info.value.field == "sender"
@@ -229,7 +242,7 @@ def test_content_at_the_limit_is_accepted(tmp_path: Path) -> None:
             w.post("maria", "x" * 101)
 
 
-def test_post_many_is_all_or_nothing(world: World, db_path: Path) -> None:
+def test_post_many_is_all_or_nothing(world: World, db_path: str) -> None:
     world.post("maria", "before")
     before = table_counts(db_path)
     with pytest.raises(InvalidInputError):
@@ -240,7 +253,7 @@ def test_post_many_is_all_or_nothing(world: World, db_path: Path) -> None:
     assert table_counts(db_path)["messages"] == before["messages"] + 2
 
 
-def test_import_messages_validates_all_then_stores_in_batches(world: World, db_path: Path) -> None:
+def test_import_messages_validates_all_then_stores_in_batches(world: World, db_path: str) -> None:
     requests = [PostRequest("maria", f"line {i}", created_at=1_700_000_000 + i) for i in range(5)]
     before = table_counts(db_path)
     with pytest.raises(InvalidInputError):
@@ -323,7 +336,7 @@ def test_mentions_are_parsed_and_stored(world: World) -> None:
     assert (public.mentions, public.addressed) == ((), ())
 
 
-def test_caller_supplied_time_and_idempotency_key(world: World, db_path: Path) -> None:
+def test_caller_supplied_time_and_idempotency_key(world: World, db_path: str) -> None:
     m = world.post("maria", "imported", at="2025-05-08T13:56:00Z", idempotency_key="import-1")
     assert m.created_at.isoformat() == "2025-05-08T13:56:00+00:00"
     again = world.post("maria", "imported", at="2025-05-08T13:56:00Z", idempotency_key="import-1")
@@ -496,7 +509,7 @@ def test_message_trigger_ends_the_incoming_part(world: World) -> None:
     assert contents(agent.context(message=q1).openai()[1:]) == ["q1"]
 
 
-def test_context_is_deterministic(world: World, db_path: Path, mem: Recall) -> None:
+def test_context_is_deterministic(world: World, db_path: str, mem: Recall) -> None:
     conversation(world, 3)
     world.post("maria", "side note", chat="side")
     world.agent("agent-a").observe({"time": 1, "position": [0, 0]})
@@ -520,7 +533,7 @@ def test_system_prompt_is_static_across_calls(world: World) -> None:
 # -- observations -------------------------------------------------------------------------
 
 
-def test_observations_appear_as_one_system_message(world: World, db_path: Path) -> None:
+def test_observations_appear_as_one_system_message(world: World, db_path: str) -> None:
     agent = world.agent("agent-a")
     agent.observe({"time": 1, "position": [0, 0]})
     agent.act({"time": 2, "kind": "move", "position": [2, 1]})
@@ -552,7 +565,7 @@ def test_observations_appear_as_one_system_message(world: World, db_path: Path) 
     assert len(world.agent("agent-b").context().openai()) == 1
 
 
-def test_invalid_observation_is_rejected(world: World, db_path: Path) -> None:
+def test_invalid_observation_is_rejected(world: World, db_path: str) -> None:
     agent = world.agent("agent-a")
     with pytest.raises(InvalidInputError) as info:
         agent.observe({"position": [0, 0]})
@@ -681,7 +694,7 @@ def test_settings_from_env_bad_value() -> None:
     assert "'seven'" in str(info.value)
 
 
-def test_recall_reads_settings_from_the_environment(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recall_reads_settings_from_the_environment(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECALL_HISTORY_LIMIT", "7")
     with Recall(db_path) as mem:
         assert mem.service.settings.history_limit == 7
@@ -706,7 +719,7 @@ def test_chats_are_listed_in_order_of_their_first_message(world: World) -> None:
     assert world.chats() == [("c1", 2), ("c2", 1)]
 
 
-def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: Path) -> None:
+def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: str) -> None:
     """Cached rosters are dropped when another connection writes (SQLite's data_version)."""
     with Recall(db_path) as first, Recall(db_path) as second:
         world = first.world("w", create=True)

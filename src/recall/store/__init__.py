@@ -1,4 +1,4 @@
-"""Storage: one protocol (`base.Store`), an embedded SQLite implementation, more to come."""
+"""Storage: one protocol (`base.Store`), an embedded SQLite implementation and PostgreSQL."""
 
 from recall.retrieval.embeddings import embedder_for
 from recall.retrieval.indexer import BackgroundIndexer
@@ -19,11 +19,11 @@ __all__ = [
 
 
 def open_store(location: str) -> Store:
-    """Open the store a location names: a file path (SQLite) or `:memory:`."""
+    """Open the store a location names: a `postgresql://` URL, a SQLite file path, or `:memory:`."""
     if location.startswith(("postgresql://", "postgres://")):
-        from recall.errors import InvalidInputError
+        from recall.store.postgres import PostgresStore  # psycopg loads only when asked for
 
-        raise InvalidInputError("db", "the PostgreSQL store is not available yet; use a SQLite file path")
+        return PostgresStore(location)
     return SQLiteStore(location)
 
 

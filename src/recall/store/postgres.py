@@ -1,0 +1,631 @@
+"""The PostgreSQL store: the same store protocol as SQLite, on a server database, so several
+recall servers (replicas) can share one world.
+
+psycopg 3 with a connection pool; each write is one transaction. Messages get their ids under
+a transaction-level advisory lock, so ids follow commit order on every replica (the search
+index and the inbox cursors rely on it, as they do with SQLite's single writer). The tables
+mirror the SQLite store's (`postgres_schema.py`), and the same row mappers read both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from recall.core.facts import Fact, NewFact
+from recall.core.models import Message
+from recall.errors import RecallError
+from recall.store.base import (
+    ContextSession,
+    FactWrite,
+    MemoryItem,
+    NewMessage,
+    NewNote,
+    Note,
+    ParticipantRecord,
+    WorldRecord,
+)
+from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
+from recall.store.rows import (
+    FACT_COLUMNS,
+    MEMORY_PAGE,
+    MESSAGE_COLUMNS,
+    NOTE_COLUMNS,
+    PARTICIPANT_COLUMNS,
+    WORLD_COLUMNS,
+    StoreVersionError,
+    chat_id_of,
+    chat_key,
+    dt,
+    fact_record,
+    json_list,
+    memory_item,
+    message_record,
+    note_record,
+    participant_record,
+    recipient_key,
+    ts,
+    world_record,
+)
+
+#: Advisory lock keys (any constant numbers, unique to recall).
+_MESSAGES_LOCK = 7_311_001
+_MIGRATION_LOCK = 7_311_000
+#: Connections per process.
+POOL_SIZE = 8
+
+
+def is_postgres_url(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+class PostgresStore:
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
+        self.url = url
+        self.path = _redacted(url)
+        self._keys: dict[tuple[str, str], int] = {}
+        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout)
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise RecallError(
+                f"cannot connect to PostgreSQL at {self.path} within {connect_timeout:g} s: is the server up,"
+                " and are the host, port, database and credentials right?"
+            ) from exc
+        self._migrate()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[psycopg.Cursor[Any]]:
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._pool.connection() as conn:
+            rows: list[Any] = conn.execute(sql, params).fetchall()
+            conn.rollback()  # end the read transaction: the connection goes back idle
+            return rows
+
+    def _migrate(self) -> None:
+        with self._write() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+            current = cur.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+            version = int(current[0]) if current else 0
+            if version > LATEST_VERSION:
+                raise StoreVersionError(
+                    f"{self.path} has schema version {version}, newer than this recall's {LATEST_VERSION}: "
+                    "upgrade recall to open it"
+                )
+            for number, sql in MIGRATIONS:
+                if number > version:
+                    cur.execute(sql.encode())  # a script of several statements, no parameters
+                    cur.execute("INSERT INTO schema_migrations VALUES (%s, extract(epoch from now()))", (number,))
+
+    def change_version(self) -> int:
+        return int(self._read("SELECT version FROM store_version")[0][0])
+
+    def schema_version(self) -> int:
+        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
+
+    def close(self) -> None:
+        self._pool.close()
+
+    @staticmethod
+    def _bump(cur: psycopg.Cursor[Any]) -> None:
+        cur.execute("UPDATE store_version SET version = version + 1")
+
+    # -- worlds and participants ----------------------------------------------------------
+
+    def create_world(
+        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
+    ) -> WorldRecord:
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO worlds (id, name, turn_limit, created_at, tenant) VALUES (%s, %s, %s, %s, %s)",
+                (world_id, name, turn_limit, ts(created_at), tenant),
+            )
+            self._bump(cur)
+        return WorldRecord(world_id, name, created_at, turn_limit, tenant)
+
+    def get_world(self, world_id: str) -> WorldRecord | None:
+        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = %s", (world_id,))
+        return world_record(rows[0]) if rows else None
+
+    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
+        if tenant is None:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY lower(id)")
+        else:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = %s ORDER BY lower(id)", (tenant,))
+        return [world_record(r) for r in rows]
+
+    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (%s, %s, %s, %s, %s)",
+                (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
+            )
+            self._bump(cur)
+        return record
+
+    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
+        rows = self._read(
+            f"SELECT {PARTICIPANT_COLUMNS} FROM participants WHERE world_id = %s AND id = %s",
+            (world_id, participant_id),
+        )
+        return participant_record(rows[0]) if rows else None
+
+    def list_participants(self, world_id: str) -> list[ParticipantRecord]:
+        rows = self._read(
+            f"SELECT {PARTICIPANT_COLUMNS} FROM participants WHERE world_id = %s ORDER BY kind, lower(id)",
+            (world_id,),
+        )
+        return [participant_record(r) for r in rows]
+
+    def _agent_keys(self, cur: psycopg.Cursor[Any], world_id: str, agents: Iterable[str]) -> dict[str, int]:
+        rows = cur.execute(
+            "SELECT lower(id), key FROM participants WHERE world_id = %s AND kind = 'agent'", (world_id,)
+        ).fetchall()
+        keys = {str(r[0]): int(r[1]) for r in rows}
+        return {agent.lower(): recipient_key(keys, agent) for agent in agents}
+
+    def _agent_key(self, world_id: str, agent_id: str) -> int | None:
+        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
+        cache_key = (world_id.lower(), agent_id.lower())
+        key = self._keys.get(cache_key)
+        if key is None:
+            rows = self._read(
+                "SELECT key FROM participants WHERE world_id = %s AND id = %s AND kind = 'agent'",
+                (world_id, agent_id),
+            )
+            if not rows:
+                return None
+            key = self._keys[cache_key] = int(rows[0][0])
+        return key
+
+    # -- messages and deliveries ----------------------------------------------------------
+
+    def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
+        """Store messages with their deliveries, chats, memory counts and turn resets, atomically;
+        a message whose idempotency key is already stored is returned instead of stored again."""
+        stored: list[Message] = []
+        rows: list[tuple[Any, ...]] = []
+        fanout: dict[tuple[tuple[str, ...], int], list[int]] = defaultdict(list)
+        per_chat: Counter[tuple[tuple[str, ...], str]] = Counter()
+        resets: set[str] = set()
+        chats: dict[str, datetime] = {}
+        with self._write() as cur:
+            # Ids in commit order across every replica: one writer of messages at a time.
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MESSAGES_LOCK,))
+            keys = sorted({new.idempotency_key for new in batch if new.idempotency_key is not None})
+            by_key: dict[str, Message] = {}
+            if keys:
+                found = cur.execute(
+                    f"SELECT {MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
+                    " WHERE m.world_id = %s AND m.idempotency_key = ANY(%s)",
+                    (world_id, keys),
+                ).fetchall()
+                by_key = {row[12]: message_record(row) for row in found}
+            fresh = sum(1 for new in batch if new.idempotency_key is None or new.idempotency_key not in by_key)
+            ids = iter(
+                [r[0] for r in cur.execute("SELECT nextval('messages_id_seq') FROM generate_series(1, %s)", (fresh,))]
+            )
+            for new in batch:
+                if new.idempotency_key is not None and new.idempotency_key in by_key:
+                    stored.append(by_key[new.idempotency_key])
+                    continue
+                message_id = int(next(ids))
+                chat = chat_key(new.chat_id)
+                rows.append(
+                    (
+                        message_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
+                        new.content, json_list(new.mentions), json_list(new.addressed),
+                        json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
+                    )
+                )  # fmt: skip
+                fanout[(new.recipients, 0)].append(message_id)
+                per_chat[(new.recipients, chat)] += 1
+                if new.author_agent is not None:
+                    fanout[((new.author_agent,), 1)].append(message_id)
+                    per_chat[((new.author_agent,), chat)] += 1
+                if new.reset_turns:
+                    resets.update(new.recipients)
+                chats.setdefault(chat, new.created_at)
+                message = Message(
+                    id=message_id,
+                    world_id=world_id,
+                    sender=new.sender,
+                    sender_type=new.sender_type,
+                    content=new.content,
+                    created_at=new.created_at,
+                    chat_id=new.chat_id or None,
+                    channel=new.channel,
+                    parent_id=new.parent_id,
+                    mentions=new.mentions,
+                    addressed=new.addressed,
+                    metadata=new.metadata,
+                )
+                if new.idempotency_key is not None:
+                    by_key[new.idempotency_key] = message
+                stored.append(message)
+            if not rows:
+                return stored
+            cur.executemany(
+                "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
+                " mentions, addressed, metadata, created_at, idempotency_key)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )
+            everyone = {a for agents, _ in fanout for a in agents} | {a for agents, _ in per_chat for a in agents}
+            keys_by_agent = self._agent_keys(cur, world_id, everyone)
+
+            def keys_of(agents: tuple[str, ...]) -> list[int]:
+                return [keys_by_agent[a.lower()] for a in agents]
+
+            for (agents, own), message_ids in fanout.items():
+                cur.execute(
+                    "INSERT INTO deliveries (agent_key, message_id, own)"
+                    " SELECT a, m, %s FROM unnest(%s::bigint[]) AS m CROSS JOIN unnest(%s::bigint[]) AS a",
+                    (own, message_ids, keys_of(agents)),
+                )
+            for (agents, chat), n in per_chat.items():
+                cur.execute(
+                    "INSERT INTO memory_counts (agent_key, chat_id, n) SELECT a, %s, %s FROM unnest(%s::bigint[]) AS a"
+                    " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = memory_counts.n + excluded.n",
+                    (chat, n, keys_of(agents)),
+                )
+            if resets:
+                cur.execute(
+                    "UPDATE turn_counters SET count = 0 WHERE world_id = %s AND count != 0"
+                    " AND agent_id = ANY(%s::citext[])",
+                    (world_id, sorted(resets)),
+                )
+            cur.executemany(
+                "INSERT INTO chats (world_id, id, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                [(world_id, chat, ts(at)) for chat, at in chats.items()],
+            )
+        return stored
+
+    def get_message(self, world_id: str, message_id: int) -> Message | None:
+        rows = self._read(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.id = %s", (world_id, message_id)
+        )
+        return message_record(rows[0]) if rows else None
+
+    def list_messages(
+        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
+    ) -> list[Message]:
+        if any_chat:
+            sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.id > %s ORDER BY m.id LIMIT %s"
+            params: tuple[Any, ...] = (world_id, after, limit)
+        else:
+            sql = (
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.chat_id = %s AND m.id > %s"
+                " ORDER BY m.id LIMIT %s"
+            )
+            params = (world_id, chat_key(chat_id), after, limit)
+        return [message_record(r) for r in self._read(sql, params)]
+
+    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
+        rows = self._read(
+            "SELECT c.id, (SELECT COUNT(*) FROM messages m WHERE m.world_id = c.world_id AND m.chat_id = c.id)"
+            " FROM chats c WHERE c.world_id = %s ORDER BY c.created_at, c.id",
+            (world_id,),
+        )
+        return [(chat_id_of(r[0]), int(r[1])) for r in rows]
+
+    def iter_memory(
+        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
+    ) -> Iterator[Message]:
+        """The agent's memory in one chat, newest first, read a page at a time."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return
+        chat = chat_key(chat_id)
+        cursor_id = before if before is not None else 2**63 - 1
+        while True:
+            rows = self._read(
+                f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
+                " WHERE d.agent_key = %s AND m.world_id = %s AND m.chat_id = %s AND d.message_id < %s"
+                " ORDER BY d.message_id DESC LIMIT %s",
+                (key, world_id, chat, cursor_id, MEMORY_PAGE),
+            )
+            for row in rows:
+                yield message_record(row)
+            if len(rows) < MEMORY_PAGE:
+                return
+            cursor_id = rows[-1][0]
+
+    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return {}
+        rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = %s", (key,))
+        return {chat_id_of(r[0]): int(r[1]) for r in rows}
+
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
+    ) -> list[tuple[Message, bool]]:
+        """Deliveries to the agent with ids above `after`, oldest first (FIFO), each with whether it was read."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return []
+        unread = " AND d.read_at IS NULL" if unread_only else ""
+        rows = self._read(
+            f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d JOIN messages m ON m.id = d.message_id"
+            f" WHERE d.agent_key = %s AND d.message_id > %s AND d.own = 0{unread} ORDER BY d.message_id LIMIT %s",
+            (key, after, limit),
+        )
+        return [(message_record(r), bool(r[12])) for r in rows]
+
+    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
+        key = self._agent_key(world_id, agent_id)
+        if key is None or not message_ids:
+            return 0
+        with self._write() as cur:
+            cur.execute(
+                "UPDATE deliveries SET read_at = %s WHERE agent_key = %s AND message_id = ANY(%s)"
+                " AND own = 0 AND read_at IS NULL",
+                (ts(at), key, [int(i) for i in message_ids]),
+            )
+            return int(cur.rowcount)
+
+    # -- turn counters --------------------------------------------------------------------
+
+    def turn_count(self, world_id: str, agent_id: str) -> int:
+        rows = self._read("SELECT count FROM turn_counters WHERE world_id = %s AND agent_id = %s", (world_id, agent_id))
+        return int(rows[0][0]) if rows else 0
+
+    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (%s, %s, %s)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = excluded.count",
+                (world_id, agent_id, count),
+            )
+
+    def increment_turns(self, world_id: str, agent_id: str) -> int:
+        with self._write() as cur:
+            row = cur.execute(
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (%s, %s, 1)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = turn_counters.count + 1 RETURNING count",
+                (world_id, agent_id),
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    # -- observations and actions ---------------------------------------------------------
+
+    def add_observation(
+        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
+    ) -> int:
+        with self._write() as cur:
+            row = cur.execute(
+                "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (world_id, agent_id, kind, sim_time, json.dumps(data), ts(created_at)),
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT data FROM observations WHERE world_id = %s AND agent_id = %s AND kind = %s"
+            " ORDER BY id DESC LIMIT %s",
+            (world_id, agent_id, kind, limit),
+        )
+        return [json.loads(r[0]) for r in reversed(rows)]
+
+    # -- an agent's private key-value memory ----------------------------------------------
+
+    def _memory_key(self, world_id: str, agent_id: str) -> int:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
+        return key
+
+    def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
+        key = self._memory_key(world_id, agent_id)
+        expires = None if item.expires_at is None else ts(item.expires_at)
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+                (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
+            )
+
+    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = %s AND key = %s"
+            " AND (expires_at IS NULL OR expires_at > %s)",
+            (self._memory_key(world_id, agent_id), key, ts(now)),
+        )
+        return memory_item(rows[0]) if rows else None
+
+    def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
+        agent = self._memory_key(world_id, agent_id)
+        with self._write() as cur:
+            rows = cur.execute(
+                "DELETE FROM agent_memory WHERE agent_key = %s AND key = %s RETURNING expires_at", (agent, key)
+            ).fetchall()
+        return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
+
+    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = %s"
+            " AND (expires_at IS NULL OR expires_at > %s) ORDER BY key",
+            (self._memory_key(world_id, agent_id), ts(now)),
+        )
+        return [memory_item(r) for r in rows]
+
+    # -- context once ---------------------------------------------------------------------
+
+    def get_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None
+    ) -> ContextSession | None:
+        rows = self._read(
+            "SELECT last_sent_id, refreshed_at FROM context_sessions"
+            " WHERE agent_key = %s AND session = %s AND chat_id = %s",
+            (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
+        )
+        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
+
+    def set_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
+    ) -> None:
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
+                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
+                (
+                    self._memory_key(world_id, agent_id),
+                    session,
+                    chat_key(chat_id),
+                    state.last_sent_id,
+                    ts(state.refreshed_at),
+                ),
+            )
+
+    # -- facts and their scope's sections ---------------------------------------------------
+
+    def list_facts(self, tenant: str, scope: str) -> list[Fact]:
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = %s ORDER BY id", (tenant, scope)
+        )
+        return [fact_record(r) for r in rows]
+
+    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
+        if not scopes:
+            return []
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = ANY(%s) ORDER BY id",
+            (tenant, list(scopes)),
+        )
+        return [fact_record(r) for r in rows]
+
+    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = %s AND id = %s", (tenant, scope, fact_id)
+        )
+        return fact_record(rows[0]) if rows else None
+
+    def change_facts(
+        self,
+        tenant: str,
+        scope: str,
+        now: datetime,
+        *,
+        add: Sequence[NewFact] = (),
+        remove_ids: Sequence[int] = (),
+        update: Mapping[int, NewFact] | None = None,
+        sections: Mapping[str, str] | None = None,
+        clear: bool = False,
+    ) -> FactWrite:
+        """Every change to a scope's facts in one transaction (see the SQLite store)."""
+        at = ts(now)
+        removed: list[int] = []
+        updated: list[Fact] = []
+        added: list[Fact] = []
+        with self._write() as cur:
+            if clear:
+                removed += [r[0] for r in cur.execute(
+                    "DELETE FROM facts WHERE tenant = %s AND scope = %s RETURNING id", (tenant, scope)
+                ).fetchall()]  # fmt: skip
+                cur.execute("DELETE FROM fact_sections WHERE tenant = %s AND scope = %s", (tenant, scope))
+            for fact_id in remove_ids:
+                removed += [r[0] for r in cur.execute(
+                    "DELETE FROM facts WHERE tenant = %s AND scope = %s AND id = %s RETURNING id",
+                    (tenant, scope, fact_id),
+                ).fetchall()]  # fmt: skip
+            for fact_id, new in (update or {}).items():
+                row = cur.execute(
+                    "UPDATE facts SET content = %s, category = %s, confidence = %s, source = %s, avoid = %s,"
+                    f" updated_at = %s WHERE tenant = %s AND scope = %s AND id = %s RETURNING {FACT_COLUMNS}",
+                    (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
+                ).fetchone()
+                if row is not None:
+                    updated.append(fact_record(row))
+            for new in add:
+                row = cur.execute(
+                    "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
+                    f" updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {FACT_COLUMNS}",
+                    (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
+                ).fetchone()
+                assert row is not None
+                added.append(fact_record(row))
+            if sections:
+                current = cur.execute(
+                    "SELECT sections FROM fact_sections WHERE tenant = %s AND scope = %s FOR UPDATE", (tenant, scope)
+                ).fetchone()
+                merged = {**(json.loads(current[0]) if current else {}), **sections}
+                merged = {k: v for k, v in merged.items() if v}
+                cur.execute(
+                    "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
+                    " updated_at = excluded.updated_at",
+                    (tenant, scope, json.dumps(merged, sort_keys=True), at),
+                )
+        return FactWrite(tuple(added), tuple(updated), tuple(removed))
+
+    def get_sections(self, tenant: str, scope: str) -> dict[str, str]:
+        rows = self._read("SELECT sections FROM fact_sections WHERE tenant = %s AND scope = %s", (tenant, scope))
+        return dict(json.loads(rows[0][0])) if rows else {}
+
+    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]:
+        rows = self._read(
+            "SELECT scope, COUNT(*) FROM facts WHERE tenant = %s GROUP BY scope ORDER BY scope", (tenant,)
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    # -- long-term memories (notes) -------------------------------------------------------
+
+    def add_note(self, world_id: str, note: NewNote) -> Note:
+        with self._write() as cur:
+            row = cur.execute(
+                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {NOTE_COLUMNS}",
+                (
+                    world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
+                    json.dumps(note.metadata), ts(note.created_at),
+                ),
+            ).fetchone()  # fmt: skip
+        assert row is not None
+        return note_record(row)
+
+    def get_note(self, world_id: str, note_id: int) -> Note | None:
+        rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
+        return note_record(rows[0]) if rows else None
+
+    def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
+        rows = self._read(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = %s AND owner = ANY(%s::citext[])"
+            " AND importance >= %s ORDER BY importance DESC, id DESC LIMIT %s",
+            (world_id, list(owners), min_importance, limit),
+        )
+        return [note_record(r) for r in rows]
+
+    def delete_note(self, world_id: str, note_id: int) -> bool:
+        with self._write() as cur:
+            cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
+            return cur.rowcount > 0
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}{sep}{user}:***@{host}" if ":" in credentials else url

