@@ -70,7 +70,8 @@ def run_worker(
 
 def start_worker_process(db: str) -> subprocess.Popen[bytes]:
     """Start a worker for `db` as a child of this process (which it watches, to end with it)."""
-    command = [sys.executable, "-m", "recall.index_worker", os.path.abspath(db), "--parent", str(os.getpid())]
+    location = db if db.startswith(("postgresql://", "postgres://")) else os.path.abspath(db)
+    command = [sys.executable, "-m", "recall.index_worker", location, "--parent", str(os.getpid())]
     # One BLAS thread: the worker then leaves a core to the server it runs beside. (Two threads
     # embed ~35% faster on an idle machine but stall each other when the server is busy.)
     # Set before the child imports numpy; a value the user exported wins.

@@ -37,7 +37,7 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
 
-def start_server(db: Path, config: ServerConfig, settings: Settings | None = None) -> LiveServer:
+def start_server(db: str | Path, config: ServerConfig, settings: Settings | None = None) -> LiveServer:
     mem = Recall(db, settings or Settings())
     port = free_port()
     server = uvicorn.Server(
@@ -61,10 +61,18 @@ def stop_server(live: LiveServer) -> None:
     live.mem.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test server keeps its data: the server tests run on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "server.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[LiveServer]:
+def live(store_location: str) -> Iterator[LiveServer]:
     """An open server (no keys) with world `w`: human maria, agents agent-a, agent-b."""
-    server = start_server(tmp_path / "server.db", ServerConfig(rate_limit=0))
+    server = start_server(store_location, ServerConfig(rate_limit=0))
     with server.client() as c:
         c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
         for agent in ("agent-a", "agent-b"):
@@ -89,9 +97,9 @@ KEYS = (
 
 
 @pytest.fixture
-def secured(tmp_path: Path) -> Iterator[LiveServer]:
+def secured(store_location: str) -> Iterator[LiveServer]:
     """A server with API keys: tenant acme owns world `w` (agents agent-a, agent-b; human maria)."""
-    server = start_server(tmp_path / "secured.db", ServerConfig(keys=KEYS, rate_limit=0))
+    server = start_server(store_location, ServerConfig(keys=KEYS, rate_limit=0))
     with server.client("acme-admin") as c:
         c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
         for agent in ("agent-a", "agent-b"):

@@ -86,3 +86,29 @@ def test_the_cli_and_the_server_take_a_url(postgres_url: str) -> None:
     with Recall(postgres_url, SETTINGS) as mem:
         assert [m.content for m in mem.world("team").messages()] == ["@bot hi", "hello maria"]
         assert mem.world("team").messages()[0].created_at < datetime.now(UTC)
+
+
+def test_search_on_postgres_keyword_vector_hybrid_and_the_previous_turn(postgres_url: str) -> None:
+    settings = Settings(index_interval=0)  # the real MiniLM embeddings; the test drives the index
+    with Recall(postgres_url, settings) as mem:
+        world = mem.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("bot")
+        invoice = world.post("maria", "My invoice for February is wrong: I was charged twice.")
+        reply = world.post("bot", "Sorry about that, I will open a refund request.")
+        laptop = world.post("maria", "My laptop screen cracked after I dropped it.", chat="t7")
+        other = mem.world("x", create=True)
+        other.add_human("maria")
+        other.post("maria", "Another world's invoice must never show up.")
+        assert mem.refresh_index() > 0
+
+        keyword = world.search("invoice", method="bm25", kinds=("message",))
+        # The invoice message, then the reply to it (its previous turn holds the word).
+        assert [h.source_id for h in keyword] == [invoice.id, reply.id]
+        assert keyword[1].text == "bot: Sorry about that, I will open a refund request."
+        assert world.search("computer display smashed", method="vector", k=1)[0].source_id == laptop.id
+        hybrid = world.search("refund for the double charge", k=2)
+        assert {h.source_id for h in hybrid} == {invoice.id, reply.id}
+        assert world.search("laptop", chat="t7", method="bm25")[0].source_id == laptop.id
+        assert world.search("laptop", chat="other", method="bm25") == []
+        assert all(h.source_id != other.messages()[0].id for h in world.search("invoice", k=10))

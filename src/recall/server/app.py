@@ -175,7 +175,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     @app.get("/readyz", tags=["ops"], summary="The store is reachable and its migrations are current")
     async def readyz() -> JSONResponse:
         try:
-            service.list_worlds(tenant="\x00")
+            service.store.schema_version()
         except Exception as exc:  # noqa: BLE001 - any store failure means not ready
             return JSONResponse({"status": "unavailable", "error": str(exc)}, status_code=503)
         return JSONResponse({"status": "ready"})

@@ -16,15 +16,13 @@ from recall.server.app import create_app
 from recall.server.config import ServerConfig
 from recall.server.mcp import mount_mcp
 from recall.settings import Settings
-from recall.store.postgres import is_postgres_url
 
 
 def build_app(config: ServerConfig) -> FastAPI:
     settings = Settings.from_env()
     # Embedding runs in a worker process (see recall.index_worker), not in a thread of the
-    # server's: a file store can be shared; an in-memory one keeps the thread. PostgreSQL has
-    # no search index yet, so nothing to embed.
-    worker = settings.index_interval > 0 and config.db != ":memory:" and not is_postgres_url(config.db)
+    # server's: a stored database can be shared; an in-memory one keeps the thread.
+    worker = settings.index_interval > 0 and config.db != ":memory:"
     mem = Recall(config.db, replace(settings, index_interval=0) if worker else settings)
     if config.demo and not mem.service.list_worlds():
         build_demo_world(mem)

@@ -32,9 +32,16 @@ def open_search_index(store: Store, settings: Settings) -> tuple[SQLiteSearchInd
     indexer (started) unless `settings.index_interval` is 0. (None, None) for a store
     without one."""
     embedder = embedder_for(settings.embeddings)
-    if not isinstance(store, SQLiteStore):
-        return None, None
-    index = SQLiteSearchIndex(store, embedder)
+    index: SQLiteSearchIndex
+    if isinstance(store, SQLiteStore):
+        index = SQLiteSearchIndex(store, embedder)
+    else:
+        from recall.store.postgres import PostgresStore
+        from recall.store.postgres_search import PostgresSearchIndex
+
+        if not isinstance(store, PostgresStore):
+            return None, None
+        index = PostgresSearchIndex(store, embedder)
     if not settings.index_interval > 0:
         return index, None
     return index, BackgroundIndexer(index, batch=settings.embed_batch, interval=settings.index_interval).start()

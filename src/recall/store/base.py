@@ -210,6 +210,10 @@ class Store(Protocol):
     ) -> list[Note]: ...
     def delete_note(self, world_id: str, note_id: int) -> bool: ...
 
+    def schema_version(self) -> int:
+        """The newest migration applied (a cheap query: also how readiness checks reach the store)."""
+        ...
+
     def change_version(self) -> int:
         """A number that changes whenever another process commits a write to the store, so
         that caches of rarely changing rows (worlds, participants) know when to re-read."""

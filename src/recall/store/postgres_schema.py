@@ -143,6 +143,41 @@ MIGRATIONS: list[tuple[int, str]] = [
         INSERT INTO store_version (one, version) VALUES (true, 0);
         """,
     ),
+    (
+        2,
+        """
+        -- The search index (see postgres_search.py): keyword search on a generated tsvector
+        -- (the message's own words weigh A, the turn before it B), vectors in a pgvector column
+        -- added with the embedder's dimension on first use, with an HNSW index.
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE search_items (
+            id          BIGSERIAL PRIMARY KEY,
+            tenant      TEXT NOT NULL,
+            space       CITEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('message', 'memory', 'fact')),
+            source_id   BIGINT NOT NULL,
+            owner       CITEXT NOT NULL,
+            chat_id     TEXT,
+            sender      TEXT,
+            importance  INTEGER,
+            created_at  DOUBLE PRECISION NOT NULL,
+            text        TEXT NOT NULL,
+            context     TEXT NOT NULL DEFAULT '',
+            embedded    BOOLEAN NOT NULL DEFAULT false,
+            tsv         TSVECTOR GENERATED ALWAYS AS (
+                setweight(to_tsvector('english', text), 'A') || setweight(to_tsvector('english', context), 'B')
+            ) STORED,
+            UNIQUE (kind, source_id)
+        );
+        CREATE INDEX search_items_tsv ON search_items USING GIN (tsv);
+        CREATE INDEX search_items_space ON search_items (tenant, space, kind);
+        CREATE INDEX search_items_unembedded ON search_items (id) WHERE NOT embedded;
+        CREATE TABLE search_state (
+            name        TEXT PRIMARY KEY,
+            value       BIGINT NOT NULL
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
