@@ -67,3 +67,8 @@ class UnknownFactError(NotFoundError):
 class UnknownNoteError(NotFoundError):
     def __init__(self, world_id: str, note_id: object) -> None:
         super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")
+
+
+#: Why text with a NUL character is refused: PostgreSQL cannot store it, and the same input
+#: must be accepted or refused alike on every store.
+NUL_MESSAGE = "must not contain NUL (\\x00) characters"

@@ -31,7 +31,7 @@ from recall.core.facts import (
 )
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
-from recall.errors import InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
+from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
 from recall.extraction import ExtractionQueue
 from recall.llm.base import ChatModel
 from recall.llm.factory import chat_model_from_settings
@@ -373,6 +373,8 @@ class LongTermMemory:
         owner = self._check_agent(world.id, agent) if agent is not None else ""
         if not isinstance(content, str) or not content.strip():
             raise InvalidInputError("content", "must be non-empty text")
+        if "\x00" in content:
+            raise InvalidInputError("content", NUL_MESSAGE)
         if len(content) > MAX_NOTE_CHARS:
             raise InvalidInputError("content", f"at most {MAX_NOTE_CHARS:,} characters, got {len(content):,}")
         if not isinstance(type, str) or not NOTE_TYPE.fullmatch(type):

@@ -31,6 +31,7 @@ from recall.core.routing import (
 )
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.errors import (
+    NUL_MESSAGE,
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -334,6 +335,8 @@ class RecallService:
         if not req.content.strip() and not (isinstance(req.metadata, Mapping) and req.metadata.get("tool_calls")):
             # Only an agent's message that carries tool calls may have no text.
             raise InvalidInputError("content", "must be non-empty text")
+        if "\x00" in req.content:
+            raise InvalidInputError("content", NUL_MESSAGE)
         limit = self.settings.max_message_chars
         if len(req.content) > limit:
             raise InvalidInputError("content", f"is {len(req.content)} characters; the limit is {limit}")

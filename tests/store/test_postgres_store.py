@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 
 from recall import Recall, Settings
 from recall.cli import app
-from recall.errors import RecallError
+from recall.errors import InvalidInputError, RecallError
 from recall.server.config import ServerConfig
 from recall.store import open_store
 from recall.store.postgres import PostgresStore, _redacted
@@ -112,3 +113,17 @@ def test_search_on_postgres_keyword_vector_hybrid_and_the_previous_turn(postgres
         assert world.search("laptop", chat="t7", method="bm25")[0].source_id == laptop.id
         assert world.search("laptop", chat="other", method="bm25") == []
         assert all(h.source_id != other.messages()[0].id for h in world.search("invoice", k=10))
+
+
+def test_text_with_nul_is_refused_alike_on_both_stores(postgres_url: str, tmp_path: Path) -> None:
+    for location in (postgres_url, str(tmp_path / "r.db")):
+        with Recall(location, SETTINGS) as mem:
+            world = mem.world("w", create=True)
+            world.add_human("maria")
+            with pytest.raises(InvalidInputError, match="NUL"):
+                world.post("maria", "a\x00b")
+            with pytest.raises(InvalidInputError, match="NUL"):
+                mem.scope("user:maria").add("likes \x00 tea")
+            with pytest.raises(InvalidInputError, match="NUL"):
+                world.add_memory("note \x00")
+            assert world.messages() == [] and mem.scope("user:maria").list() == []

@@ -15,7 +15,7 @@ from typing import Any
 
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
-from recall.errors import InvalidInputError
+from recall.errors import NUL_MESSAGE, InvalidInputError
 
 CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "correction")
 
@@ -108,6 +108,8 @@ def validate_new_fact(fact: NewFact | Mapping[str, Any]) -> NewFact:
         )
     if not isinstance(fact.content, str) or not fact.content.strip():
         raise InvalidInputError("content", "must be non-empty text")
+    if "\x00" in fact.content:
+        raise InvalidInputError("content", NUL_MESSAGE)
     if len(fact.content) > 10_000:
         raise InvalidInputError("content", f"at most 10,000 characters, got {len(fact.content):,}")
     if fact.category not in CATEGORIES:
