@@ -6,8 +6,11 @@ database (as two replicas) seeing each other's writes. The Python API's whole te
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -127,3 +130,33 @@ def test_text_with_nul_is_refused_alike_on_both_stores(postgres_url: str, tmp_pa
             with pytest.raises(InvalidInputError, match="NUL"):
                 world.add_memory("note \x00")
             assert world.messages() == [] and mem.scope("user:maria").list() == []
+
+
+def test_a_post_on_one_replica_wakes_a_long_poll_on_another(postgres_url: str) -> None:
+    one = start_server(postgres_url, ServerConfig(rate_limit=0), SETTINGS)  # type: ignore[arg-type]
+    two = start_server(postgres_url, ServerConfig(rate_limit=0), SETTINGS)  # type: ignore[arg-type]
+    try:
+        world = one.mem.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("agent-a")
+        result: dict[str, Any] = {}
+
+        def wait_on_two() -> None:
+            with httpx.Client(base_url=two.url, timeout=30) as client:
+                response = client.get("/v1/worlds/w/agents/agent-a/inbox", params={"wait": "true", "timeout": 20})
+                result["answered_at"] = time.monotonic()
+                result["messages"] = [m["content"] for m in response.json()["new_mentions"]]
+
+        waiter = threading.Thread(target=wait_on_two)
+        waiter.start()
+        time.sleep(0.5)  # the long poll is waiting on replica two
+        with httpx.Client(base_url=one.url) as client:
+            posted_at = time.monotonic()
+            assert client.post("/v1/worlds/w/messages", json={"sender": "maria", "content": "@agent-a hi"}).is_success
+        waiter.join(timeout=25)
+        assert result["messages"] == ["@agent-a hi"]
+        # Woken by LISTEN/NOTIFY (milliseconds here), not by the long poll's 20 s timeout.
+        assert result["answered_at"] - posted_at < 2
+    finally:
+        stop_server(one)
+        stop_server(two)

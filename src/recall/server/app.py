@@ -7,6 +7,8 @@ sleep, on futures that posts wake (see `inbox.py`).
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -133,7 +135,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with _mounted_lifespans(app):
+        async with _mounted_lifespans(app), _posts_from_other_replicas(state):
             yield
 
     app = FastAPI(
@@ -448,6 +450,35 @@ async def _disconnected(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
+
+
+@asynccontextmanager
+async def _posts_from_other_replicas(state: ServerState) -> AsyncIterator[None]:
+    """With a store that announces posts (PostgreSQL), wake this server's long polls for posts
+    made through other servers: the listener thread reads each announced message and hands it to
+    the notifier on the event loop."""
+    listen = getattr(state.service.store, "listen", None)
+    if listen is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    stop = threading.Event()
+
+    def on_post(world_id: str, message_ids: list[int] | None) -> None:
+        if message_ids is None:
+            loop.call_soon_threadsafe(state.notifier.notify, world_id, None)
+            return
+        for message_id in message_ids:
+            message = state.service.store.get_message(world_id, message_id)
+            if message is not None:
+                loop.call_soon_threadsafe(state.notifier.notify, world_id, message)
+
+    thread = listen(on_post, stop)
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.to_thread(thread.join, 5)
 
 
 @asynccontextmanager

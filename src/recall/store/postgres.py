@@ -10,8 +10,11 @@ mirror the SQLite store's (`postgres_schema.py`), and the same row mappers read 
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -60,6 +63,16 @@ _MESSAGES_LOCK = 7_311_001
 _MIGRATION_LOCK = 7_311_000
 #: Connections per process.
 POOL_SIZE = 8
+#: The channel posts are announced on, so servers on other machines wake their long polls.
+NOTIFY_CHANNEL = "recall_messages"
+#: Message ids one announcement names at most (a NOTIFY payload is limited to 8000 bytes);
+#: beyond that it says "more" and listeners wake every waiter of the world.
+_NOTIFY_IDS = 200
+
+logger = logging.getLogger("recall.store.postgres")
+
+#: Called by the listener with (world id, the new message ids, or None for "too many to name").
+PostListener = Callable[[str, list[int] | None], None]
 
 
 def is_postgres_url(db: str) -> bool:
@@ -71,6 +84,8 @@ class PostgresStore:
         self.url = url
         self.path = _redacted(url)
         self._keys: dict[tuple[str, str], int] = {}
+        #: Names this process in its own announcements, so its listener skips them.
+        self.token = uuid.uuid4().hex
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout)
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
@@ -293,7 +308,40 @@ class PostgresStore:
                 "INSERT INTO chats (world_id, id, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],
             )
+            # Delivered to listeners when (and only if) this transaction commits.
+            new_ids = [int(r[0]) for r in rows]
+            payload = {"t": self.token, "w": world_id, "ids": new_ids[:_NOTIFY_IDS], "more": len(new_ids) > _NOTIFY_IDS}
+            cur.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, json.dumps(payload)))
         return stored
+
+    def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread:
+        """Call `on_post` for every post another process commits, from a thread of its own (with
+        its own connection, reconnecting after a failure) until `stop` is set."""
+
+        def run() -> None:
+            while not stop.is_set():
+                try:
+                    with psycopg.connect(self.url, autocommit=True) as conn:
+                        conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                        while not stop.is_set():
+                            for note in conn.notifies(timeout=0.5):
+                                self._announce(note.payload, on_post)
+                except Exception:  # the loop must outlive a dropped connection
+                    logger.exception("listening for posts failed; retrying in 1 s")
+                    stop.wait(1.0)
+
+        thread = threading.Thread(target=run, name="recall-pg-listen", daemon=True)
+        thread.start()
+        return thread
+
+    def _announce(self, payload: str, on_post: PostListener) -> None:
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            return
+        if data.get("t") == self.token:
+            return  # this process's own post: its server woke its waiters already
+        on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
 
     def get_message(self, world_id: str, message_id: int) -> Message | None:
         rows = self._read(
