@@ -605,6 +605,26 @@ def mcp(
         anyio.run(run_stdio, mem.service, world, agent)
 
 
+@app.command()
+def migrate(
+    source: Annotated[str, typer.Option("--from", help="The store to copy: a SQLite file or a postgresql:// URL.")],
+    target: Annotated[str, typer.Option("--to", help="An empty PostgreSQL database: postgresql://…")],
+) -> None:
+    """Copy a whole store into an empty PostgreSQL database, then verify every table (row counts
+    and SHA-256 checksums on both sides)."""
+    from recall.store.migrate import migrate as copy_store
+
+    try:
+        copies = copy_store(source, target, lambda table, n: err.print(f"{table}: {n:,} rows", highlight=False))
+    except RecallError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    table = Table("table", "rows", "sha256 (both sides)", title="copied and verified")
+    for copy in copies:
+        table.add_row(copy.table, f"{copy.rows:,}", copy.checksum[:16] + "…")
+    out.print(table)
+
+
 # -- demo --------------------------------------------------------------------------------------
 
 

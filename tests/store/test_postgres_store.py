@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from recall import Recall, Settings
 from recall.cli import app
+from recall.demo import build_demo_world
 from recall.errors import InvalidInputError, RecallError
 from recall.server.config import ServerConfig
 from recall.store import open_store
@@ -160,3 +161,43 @@ def test_a_post_on_one_replica_wakes_a_long_poll_on_another(postgres_url: str) -
     finally:
         stop_server(one)
         stop_server(two)
+
+
+def test_migrate_copies_a_sqlite_store_losslessly(tmp_path: Path, postgres_url: str) -> None:
+    source = str(tmp_path / "source.db")
+    with Recall(source, Settings(embeddings="none", index_interval=0)) as mem:
+        world = build_demo_world(mem)
+        agent = world.agent("billing")
+        agent.ack([1, 3])
+        agent.record_llm_call()
+        agent.observe({"time": 1, "position": [0, 0]})
+        mem.service.remember(world.id, "billing", "ticket", {"id": 42}, ttl=3600)
+        world.post("maria", "@tech in another chat", chat="t-9", idempotency_key="k1")
+        mem.scope("user:maria").set_sections(work_context="Customer since 2021.")
+        mem.refresh_index()
+        before = {
+            "billing": agent.context().to_dict(),
+            "tech": world.agent("tech").context(chat="t-9").to_dict(),
+            "inbox": [m.id for m in agent.inbox()],
+        }
+    result = CliRunner().invoke(app, ["migrate", "--from", source, "--to", postgres_url])
+    assert result.exit_code == 0, result.output
+    assert "copied and verified" in result.output and "messages" in result.output
+
+    with Recall(postgres_url, SETTINGS) as mem:
+        world = mem.world("support")
+        assert world.agent("billing").context().to_dict() == before["billing"]
+        assert world.agent("tech").context(chat="t-9").to_dict() == before["tech"]
+        assert [m.id for m in world.agent("billing").inbox()] == before["inbox"]
+        assert mem.service.recall_memory("support", "billing", "ticket").value == {"id": 42}
+        assert mem.scope("user:maria").sections == {"work_context": "Customer since 2021."}
+        # New rows continue after the copied ids; a repeated idempotency key is still known.
+        again = world.post("maria", "@tech in another chat", chat="t-9", idempotency_key="k1")
+        assert again.id == 8
+        assert world.post("maria", "a new message").id == 9
+        assert {3, 4} <= {h.source_id for h in world.search("invoice", method="bm25", kinds=("message",))}
+
+    # A second copy into the same (now full) database is refused, and nothing changes.
+    refused = CliRunner().invoke(app, ["migrate", "--from", source, "--to", postgres_url])
+    assert refused.exit_code == 1 and "copy into an empty database" in refused.output
+    assert CliRunner().invoke(app, ["migrate", "--from", source, "--to", source]).exit_code == 1
