@@ -20,11 +20,12 @@ RECALL = str(Path(sys.executable).with_name("recall"))
 
 
 @contextmanager
-def server_process(db: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+def server_process(db: str | Path, port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(
         [RECALL, "serve", "--db", str(db), "--port", str(port), "--rate-limit", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
