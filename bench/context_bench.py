@@ -51,10 +51,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench_postgres import database_bytes, throwaway_postgres
 from bench_report import git_revision, percentiles, write_json
 from rich.console import Console
 from rich.table import Table
@@ -88,7 +90,7 @@ BUILD_SPOTS: tuple[tuple[str, str, str], ...] = (
     ("scan memory (SQL + decode + verdicts)", "core/context.py", "_scan_memory"),
     ("store.iter_memory (memory pages)", "store/sqlite.py", "iter_memory"),
     ("store._read (all SQL reads)", "store/sqlite.py", "_read"),
-    ("row -> Message decode", "store/sqlite.py", "_message"),
+    ("row -> Message decode", "store/rows.py", "message_record"),
     ("json.loads (row decode)", "json/__init__.py", "loads"),
     ("addressing verdicts", "core/routing.py", "context_verdict"),
     ("TokenCounter.message (token counting)", "core/tokens.py", "message"),
@@ -288,7 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--one-by-one", type=int, default=5000, help="messages posted one by one (fresh world)")
     parser.add_argument("--batch-size", type=int, default=1000)
-    parser.add_argument("--db", type=Path, default=None, help="SQLite file to create (default: a temp file)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="SQLite file to create (default: a temp file), or 'postgres' for a throwaway PostgreSQL",
+    )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
@@ -304,9 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console() if sys.stdout.isatty() else Console(width=150)
     tmpdir: str | None = None
+    postgres = ExitStack()
+    db_path: Path | str
     if args.db is None:
         tmpdir = tempfile.mkdtemp(prefix="recall-bench-")
         db_path = Path(tmpdir) / "bench.db"
+    elif str(args.db) == "postgres":
+        db_path = postgres.enter_context(throwaway_postgres())
     else:
         db_path = args.db
         if db_path.exists():
@@ -383,8 +394,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     profiles["ingest"] = profile_call(
                         profiled_ingest, len(profiled.requests) // args.batch_size or 1, "batch", INGEST_SPOTS
                     )
-            db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+            db_bytes = (
+                database_bytes(db_path)
+                if isinstance(db_path, str)
+                else sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+            )
     finally:
+        postgres.close()
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
 

@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_postgres import database_bytes, throwaway_postgres
 from bench_report import git_revision, percentiles, write_json
 from rich.console import Console
 from rich.table import Table
@@ -169,7 +170,7 @@ def machine_busy_seconds() -> float:
 class Server:
     """`recall serve` as a subprocess on loopback; its stderr goes to a file kept for the report."""
 
-    db: Path
+    db: Path | str
     port: int
     log: Path
     #: The server's embedding model (`RECALL_EMBEDDINGS`): its index worker embeds every post.
@@ -236,7 +237,7 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(db: Path, log: Path, embeddings: str) -> Iterator[Server]:
+def running_server(db: Path | str, log: Path, embeddings: str) -> Iterator[Server]:
     server = Server(db, free_port(), log, embeddings)
     try:
         server.start()
@@ -784,6 +785,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--db",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="the server's store: a temporary SQLite file, or a throwaway PostgreSQL",
+    )
+    parser.add_argument(
         "--embeddings",
         choices=("minilm", "none"),
         default="minilm",
@@ -809,7 +816,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=150)
     nofile = raise_nofile(args.waiters * 2 + 1024)
     tmpdir = tempfile.mkdtemp(prefix="recall-server-bench-")
-    db_path = Path(tmpdir) / "bench.db"
+    postgres = contextlib.ExitStack()
+    db_path: Path | str = (
+        postgres.enter_context(throwaway_postgres()) if args.db == "postgres" else Path(tmpdir) / "bench.db"
+    )
     log_path = Path(tmpdir) / "server.log"
     load_at_start = list(os.getloadavg())
     started = time.perf_counter()
@@ -826,8 +836,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BenchError as exc:
             failure = str(exc)
         server_log = log_path.read_text(errors="replace")[-20_000:] if log_path.exists() else ""
-        db_bytes = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+        db_bytes = (
+            database_bytes(db_path)
+            if isinstance(db_path, str)
+            else sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+        )
     finally:
+        postgres.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
 
     results.update(
@@ -839,6 +854,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "config": {
                 "quick": args.quick,
                 "embeddings": args.embeddings,
+                "db": args.db,
                 "agents": args.agents,
                 "posts": args.posts,
                 "concurrency": args.concurrency,
@@ -899,7 +915,7 @@ def print_results(console: Console, r: dict[str, Any]) -> None:
     console.print(
         f"[bold]recall server bench[/bold]{' (quick)' if cfg['quick'] else ''}: {cfg['agents']} agents, "
         f"{cfg['waiters']:,} waiters; {m['cpu_count']} CPUs shared by client and server; Python {m['python']}, "
-        f"httpx {m['httpx']}; recall {m['recall_commit']}; embeddings {cfg.get('embeddings', 'minilm')};"
+        f"httpx {m['httpx']}; recall {m['recall_commit']}; store {cfg.get('db', 'sqlite')}; embeddings {cfg.get('embeddings', 'minilm')};"
         f" {r['seconds']:.0f} s"
     )
     met = r.get("met", {})
