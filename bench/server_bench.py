@@ -474,16 +474,24 @@ class RawConnection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def post_json(self, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
         body = json.dumps(payload).encode()
-        self.writer.write(
+        request = (
             f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        status = int((await self.reader.readline()).split()[1])
+        for _ in range(2):
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            assert self.reader is not None
+            self.writer.write(request)
+            status_line = await self.reader.readline()
+            if status_line:
+                break
+            # The server closed a keep-alive connection that sat idle between phases: reconnect.
+            self.close()
+            self.writer = None
+        status = int(status_line.split()[1])
         length = 0
         while (line := await self.reader.readline()) not in (b"\r\n", b""):
             name, _, value = line.partition(b":")
