@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import uuid
-from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -48,11 +47,12 @@ from recall.store.rows import (
     chat_key,
     dt,
     fact_record,
-    json_list,
     memory_item,
+    merged_sections,
     message_record,
     note_record,
     participant_record,
+    plan_batch,
     recipient_key,
     ts,
     world_record,
@@ -212,12 +212,6 @@ class PostgresStore:
     def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
         """Store messages with their deliveries, chats, memory counts and turn resets, atomically;
         a message whose idempotency key is already stored is returned instead of stored again."""
-        stored: list[Message] = []
-        rows: list[tuple[Any, ...]] = []
-        fanout: dict[tuple[tuple[str, ...], int], list[int]] = defaultdict(list)
-        per_chat: Counter[tuple[tuple[str, ...], str]] = Counter()
-        resets: set[str] = set()
-        chats: dict[str, datetime] = {}
         with self._write() as cur:
             # Ids in commit order across every replica: one writer of messages at a time.
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MESSAGES_LOCK,))
@@ -231,49 +225,11 @@ class PostgresStore:
                 ).fetchall()
                 by_key = {row[12]: message_record(row) for row in found}
             fresh = sum(1 for new in batch if new.idempotency_key is None or new.idempotency_key not in by_key)
-            ids = iter(
-                [r[0] for r in cur.execute("SELECT nextval('messages_id_seq') FROM generate_series(1, %s)", (fresh,))]
-            )
-            for new in batch:
-                if new.idempotency_key is not None and new.idempotency_key in by_key:
-                    stored.append(by_key[new.idempotency_key])
-                    continue
-                message_id = int(next(ids))
-                chat = chat_key(new.chat_id)
-                rows.append(
-                    (
-                        message_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
-                        new.content, json_list(new.mentions), json_list(new.addressed),
-                        json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
-                    )
-                )  # fmt: skip
-                fanout[(new.recipients, 0)].append(message_id)
-                per_chat[(new.recipients, chat)] += 1
-                if new.author_agent is not None:
-                    fanout[((new.author_agent,), 1)].append(message_id)
-                    per_chat[((new.author_agent,), chat)] += 1
-                if new.reset_turns:
-                    resets.update(new.recipients)
-                chats.setdefault(chat, new.created_at)
-                message = Message(
-                    id=message_id,
-                    world_id=world_id,
-                    sender=new.sender,
-                    sender_type=new.sender_type,
-                    content=new.content,
-                    created_at=new.created_at,
-                    chat_id=new.chat_id or None,
-                    channel=new.channel,
-                    parent_id=new.parent_id,
-                    mentions=new.mentions,
-                    addressed=new.addressed,
-                    metadata=new.metadata,
-                )
-                if new.idempotency_key is not None:
-                    by_key[new.idempotency_key] = message
-                stored.append(message)
+            new_ids = cur.execute("SELECT nextval('messages_id_seq') FROM generate_series(1, %s)", (fresh,)).fetchall()
+            plan = plan_batch(world_id, batch, by_key, (int(r[0]) for r in new_ids))
+            rows, fanout, per_chat, resets, chats = plan.rows, plan.fanout, plan.per_chat, plan.resets, plan.chats
             if not rows:
-                return stored
+                return plan.stored
             cur.executemany(
                 "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
                 " mentions, addressed, metadata, created_at, idempotency_key)"
@@ -309,10 +265,10 @@ class PostgresStore:
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],
             )
             # Delivered to listeners when (and only if) this transaction commits.
-            new_ids = [int(r[0]) for r in rows]
-            payload = {"t": self.token, "w": world_id, "ids": new_ids[:_NOTIFY_IDS], "more": len(new_ids) > _NOTIFY_IDS}
+            ids = [int(r[0]) for r in rows]
+            payload = {"t": self.token, "w": world_id, "ids": ids[:_NOTIFY_IDS], "more": len(ids) > _NOTIFY_IDS}
             cur.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, json.dumps(payload)))
-        return stored
+        return plan.stored
 
     def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread:
         """Call `on_post` for every post another process commits, from a thread of its own (with
@@ -616,13 +572,11 @@ class PostgresStore:
                 current = cur.execute(
                     "SELECT sections FROM fact_sections WHERE tenant = %s AND scope = %s FOR UPDATE", (tenant, scope)
                 ).fetchone()
-                merged = {**(json.loads(current[0]) if current else {}), **sections}
-                merged = {k: v for k, v in merged.items() if v}
                 cur.execute(
                     "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (%s, %s, %s, %s)"
                     " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
                     " updated_at = excluded.updated_at",
-                    (tenant, scope, json.dumps(merged, sort_keys=True), at),
+                    (tenant, scope, merged_sections(current[0] if current else None, sections), at),
                 )
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 

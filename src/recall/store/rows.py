@@ -4,14 +4,16 @@ seconds, JSON as text and the default chat as '', so one set of mappers serves t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from recall.core.facts import Fact
 from recall.core.models import Message, SenderType
 from recall.errors import RecallError
-from recall.store.base import MemoryItem, Note, ParticipantRecord, WorldRecord
+from recall.store.base import MemoryItem, NewMessage, Note, ParticipantRecord, WorldRecord
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64
@@ -101,3 +103,80 @@ def note_record(row: Sequence[Any]) -> Note:
 
 def participant_record(row: Sequence[Any]) -> ParticipantRecord:
     return ParticipantRecord(row[0], row[1], row[2], dt(row[4]), json.loads(row[3]))
+
+
+@dataclass
+class MessageBatch:
+    """What storing a batch of messages writes, worked out once for both stores.
+
+    Posts fan out to the same few recipient lists (every agent but the author), so deliveries
+    and memory counts are grouped per list: its agents × its messages."""
+
+    #: One per message of the batch, in order: the new message, or the stored one a repeated
+    #: idempotency key names.
+    stored: list[Message] = field(default_factory=list)
+    #: `messages` rows to insert (columns as in `INSERT INTO messages (id, world_id, …)`).
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    #: (recipients, own) → message ids delivered to them.
+    fanout: dict[tuple[tuple[str, ...], int], list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: (recipients, chat) → how many messages each of them gains in that chat's memory.
+    per_chat: Counter[tuple[tuple[str, ...], str]] = field(default_factory=Counter)
+    #: Agents whose turn counters go back to 0.
+    resets: set[str] = field(default_factory=set)
+    #: Chats the batch writes to, with the time of their first message.
+    chats: dict[str, datetime] = field(default_factory=dict)
+
+
+def plan_batch(
+    world_id: str, batch: Sequence[NewMessage], already: Mapping[str, Message], ids: Iterator[int]
+) -> MessageBatch:
+    """Ids (from `ids`) and rows for the messages of `batch` that are new: one whose idempotency
+    key is in `already` (or earlier in the batch) is not stored again."""
+    plan = MessageBatch()
+    by_key = dict(already)
+    for new in batch:
+        if new.idempotency_key is not None and new.idempotency_key in by_key:
+            plan.stored.append(by_key[new.idempotency_key])
+            continue
+        message_id = next(ids)
+        chat = chat_key(new.chat_id)
+        plan.rows.append(
+            (
+                message_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
+                new.content, json_list(new.mentions), json_list(new.addressed),
+                json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
+            )
+        )  # fmt: skip
+        plan.fanout[(new.recipients, 0)].append(message_id)
+        plan.per_chat[(new.recipients, chat)] += 1
+        if new.author_agent is not None:
+            plan.fanout[((new.author_agent,), 1)].append(message_id)
+            plan.per_chat[((new.author_agent,), chat)] += 1
+        if new.reset_turns:
+            # Nothing else in a batch touches the counters, so one reset at the end is the same.
+            plan.resets.update(new.recipients)
+        plan.chats.setdefault(chat, new.created_at)
+        message = Message(
+            id=message_id,
+            world_id=world_id,
+            sender=new.sender,
+            sender_type=new.sender_type,
+            content=new.content,
+            created_at=new.created_at,
+            chat_id=new.chat_id or None,
+            channel=new.channel,
+            parent_id=new.parent_id,
+            mentions=new.mentions,
+            addressed=new.addressed,
+            metadata=new.metadata,
+        )
+        if new.idempotency_key is not None:
+            by_key[new.idempotency_key] = message
+        plan.stored.append(message)
+    return plan
+
+
+def merged_sections(current: str | None, changes: Mapping[str, str]) -> str:
+    """A scope's sections (stored JSON) with `changes` applied; an empty text removes one."""
+    merged = {**(json.loads(current) if current else {}), **changes}
+    return json.dumps({k: v for k, v in merged.items() if v}, sort_keys=True)

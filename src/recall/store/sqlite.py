@@ -7,9 +7,9 @@ transaction, so a crash leaves either all of a write or none of it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -45,11 +45,12 @@ from recall.store.rows import (
     chat_key,
     dt,
     fact_record,
-    json_list,
     memory_item,
+    merged_sections,
     message_record,
     note_record,
     participant_record,
+    plan_batch,
     recipient_key,
     ts,
     world_record,
@@ -227,57 +228,11 @@ class SQLiteStore:
         stored again; the stored one is returned in its place. Ids are assigned here, under
         the write lock, so the whole batch goes in with one `executemany` per table.
         """
-        stored: list[Message] = []
-        rows: list[tuple[Any, ...]] = []
-        # Posts fan out to the same few recipient lists (every agent but the author), so the
-        # deliveries are written per list: its agents × its messages, crossed inside SQLite.
-        fanout: dict[tuple[tuple[str, ...], int], list[int]] = defaultdict(list)
-        per_chat: Counter[tuple[tuple[str, ...], str]] = Counter()
-        resets: set[str] = set()
-        chats: dict[str, datetime] = {}
         with self._write() as db:
             by_key = self._stored_by_idempotency_key(db, world_id, batch)
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
-            next_id = int(seq[0]) if seq else 0
-            for new in batch:
-                if new.idempotency_key is not None and new.idempotency_key in by_key:
-                    stored.append(by_key[new.idempotency_key])
-                    continue
-                next_id += 1
-                chat = chat_key(new.chat_id)
-                rows.append(
-                    (
-                        next_id, world_id, chat, new.sender, new.sender_type.value, new.channel, new.parent_id,
-                        new.content, json_list(new.mentions), json_list(new.addressed),
-                        json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
-                    )
-                )  # fmt: skip
-                fanout[(new.recipients, 0)].append(next_id)
-                per_chat[(new.recipients, chat)] += 1
-                if new.author_agent is not None:
-                    fanout[((new.author_agent,), 1)].append(next_id)
-                    per_chat[((new.author_agent,), chat)] += 1
-                if new.reset_turns:
-                    # Nothing else in a batch touches the counters, so one reset at the end is the same.
-                    resets.update(new.recipients)
-                chats.setdefault(chat, new.created_at)
-                message = Message(
-                    id=next_id,
-                    world_id=world_id,
-                    sender=new.sender,
-                    sender_type=new.sender_type,
-                    content=new.content,
-                    created_at=new.created_at,
-                    chat_id=new.chat_id or None,
-                    channel=new.channel,
-                    parent_id=new.parent_id,
-                    mentions=new.mentions,
-                    addressed=new.addressed,
-                    metadata=new.metadata,
-                )
-                if new.idempotency_key is not None:
-                    by_key[new.idempotency_key] = message
-                stored.append(message)
+            plan = plan_batch(world_id, batch, by_key, itertools.count((int(seq[0]) if seq else 0) + 1))
+            rows, fanout, per_chat, resets, chats = plan.rows, plan.fanout, plan.per_chat, plan.resets, plan.chats
             db.executemany(
                 "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
                 " mentions, addressed, metadata, created_at, idempotency_key)"
@@ -311,7 +266,7 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],
             )
-        return stored
+        return plan.stored
 
     def get_message(self, world_id: str, message_id: int) -> Message | None:
         rows = self._read(
@@ -626,13 +581,11 @@ class SQLiteStore:
                 current = db.execute(
                     "SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope)
                 ).fetchone()
-                merged = {**(json.loads(current[0]) if current else {}), **sections}
-                merged = {k: v for k, v in merged.items() if v}
                 db.execute(
                     "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (?, ?, ?, ?)"
                     " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
                     " updated_at = excluded.updated_at",
-                    (tenant, scope, json.dumps(merged, sort_keys=True), at),
+                    (tenant, scope, merged_sections(current[0] if current else None, sections), at),
                 )
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 
