@@ -201,3 +201,23 @@ def test_migrate_copies_a_sqlite_store_losslessly(tmp_path: Path, postgres_url: 
     refused = CliRunner().invoke(app, ["migrate", "--from", source, "--to", postgres_url])
     assert refused.exit_code == 1 and "copy into an empty database" in refused.output
     assert CliRunner().invoke(app, ["migrate", "--from", source, "--to", source]).exit_code == 1
+
+
+def test_rate_limits_are_shared_by_the_replicas(postgres_url: str) -> None:
+    one = start_server(postgres_url, ServerConfig(rate_limit=3), SETTINGS)  # type: ignore[arg-type]
+    two = start_server(postgres_url, ServerConfig(rate_limit=3), SETTINGS)  # type: ignore[arg-type]
+    try:
+        world = one.mem.world("w", create=True)
+        world.add_agent("a")
+        world.add_agent("b")
+        statuses = []
+        for url in (one.url, two.url, one.url, two.url):
+            statuses.append(httpx.get(f"{url}/v1/worlds/w/agents/a/inbox").status_code)
+        # Three requests a minute for agent a, wherever they land; agent b has its own bucket.
+        assert statuses == [200, 200, 200, 429]
+        refused = httpx.get(f"{one.url}/v1/worlds/w/agents/a/inbox")
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert httpx.get(f"{two.url}/v1/worlds/w/agents/b/inbox").status_code == 200
+    finally:
+        stop_server(one)
+        stop_server(two)

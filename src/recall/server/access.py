@@ -6,7 +6,7 @@ import hmac
 import math
 import time
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Header, Request
 
@@ -68,16 +68,30 @@ class KeyRing:
         raise AuthError("unknown API key")
 
 
-class RateLimiter:
-    """A token bucket per agent: `per_minute` requests, refilled continuously."""
+class SharedBuckets(Protocol):
+    """A store that keeps the buckets for every server process (PostgreSQL)."""
 
-    def __init__(self, per_minute: int) -> None:
+    def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None: ...
+
+
+class RateLimiter:
+    """A token bucket per agent: `per_minute` requests, refilled continuously. In this process,
+    or, given a store that shares them (`shared`), in the database for every replica."""
+
+    def __init__(self, per_minute: int, shared: SharedBuckets | None = None) -> None:
         self.per_minute = per_minute
+        self.shared = shared
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self.rejected = 0
 
     def hit(self, world_id: str, agent_id: str, now: float | None = None) -> None:
         if self.per_minute <= 0:
+            return
+        if self.shared is not None:
+            wait = self.shared.rate_hit(world_id, agent_id, self.per_minute, time.time() if now is None else now)
+            if wait is not None:
+                self.rejected += 1
+                raise RateLimitedError(max(1, math.ceil(wait)))
             return
         now = time.monotonic() if now is None else now
         rate = self.per_minute / 60.0

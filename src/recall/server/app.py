@@ -131,7 +131,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 def create_app(service: RecallService, config: ServerConfig | None = None) -> FastAPI:
     config = config or ServerConfig()
-    state = ServerState(service, config, KeyRing(config.keys), RateLimiter(config.rate_limit), PostWriter(service))
+    # A store that keeps rate-limit buckets (PostgreSQL) shares them among the replicas.
+    shared = service.store if hasattr(service.store, "rate_hit") else None
+    limiter = RateLimiter(config.rate_limit, shared)  # type: ignore[arg-type]  # checked just above
+    state = ServerState(service, config, KeyRing(config.keys), limiter, PostWriter(service))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -407,6 +407,31 @@ class PostgresStore:
             assert row is not None
             return int(row[0])
 
+    # -- rate limits shared by the replicas ---------------------------------------------------
+
+    def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None:
+        """Take one token from the agent's bucket (`per_minute` tokens, refilled continuously),
+        atomically for every replica. None when allowed, else the seconds until a token is back."""
+        rate = per_minute / 60.0
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO rate_buckets (world_id, agent_id, tokens, at) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (world_id, agent_id) DO NOTHING",
+                (world_id, agent_id, float(per_minute), now),
+            )
+            row = cur.execute(
+                "SELECT LEAST(%s, tokens + GREATEST(0, %s - at) * %s) FROM rate_buckets"
+                " WHERE world_id = %s AND agent_id = %s FOR UPDATE",
+                (float(per_minute), now, rate, world_id, agent_id),
+            ).fetchone()
+            tokens = float(row[0]) if row else float(per_minute)
+            allowed = tokens >= 1.0
+            cur.execute(
+                "UPDATE rate_buckets SET tokens = %s, at = %s WHERE world_id = %s AND agent_id = %s",
+                (tokens - 1.0 if allowed else tokens, now, world_id, agent_id),
+            )
+        return None if allowed else (1.0 - tokens) / rate
+
     # -- observations and actions ---------------------------------------------------------
 
     def add_observation(

@@ -178,6 +178,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        3,
+        """
+        -- Rate limits shared by every replica: one token bucket per agent (see PostgresStore.rate_hit).
+        CREATE TABLE rate_buckets (
+            world_id    CITEXT NOT NULL,
+            agent_id    CITEXT NOT NULL,
+            tokens      DOUBLE PRECISION NOT NULL,
+            at          DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (world_id, agent_id)
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
