@@ -1,4 +1,5 @@
-"""The SQLite store against real files: schema, durability, deliveries, inbox, counters."""
+"""The store protocol on SQLite and PostgreSQL (real databases): schema, durability, deliveries,
+inbox, counters. Tests of SQLite's own files and migrations are marked `sqlite_only`."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from recall.core.models import SenderType
 from recall.errors import InvalidInputError, RecallError
 from recall.service import PostRequest, RecallService
-from recall.store.base import NewMessage, ParticipantRecord, WorldRecord
+from recall.store import open_store
+from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import MEMORY_PAGE, SQLiteStore, StoreVersionError
 from recall.store.sqlite import sqlite3 as store_sqlite3
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
@@ -29,12 +32,15 @@ AGENTS = ("agent-a", "agent-b", "agent-c")
 # -- helpers ------------------------------------------------------------------------------
 
 
-def rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Read the file with a separate connection.
+def rows(path: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Read the database with a separate connection, not through the store.
 
-    It uses the store's own SQLite library: two SQLite copies in one process do not share
-    POSIX locks, and closing one can checkpoint the other's WAL away.
+    For SQLite it uses the store's own SQLite library: two SQLite copies in one process do not
+    share POSIX locks, and closing one can checkpoint the other's WAL away.
     """
+    if isinstance(path, str) and path.startswith("postgresql://"):
+        with psycopg.connect(path) as conn:
+            return [tuple(r) for r in conn.execute(sql.replace("?", "%s"), params).fetchall()]
     with closing(store_sqlite3.connect(str(path))) as db:
         return db.execute(sql, params).fetchall()
 
@@ -46,7 +52,7 @@ DELIVERIES = (
 )
 
 
-def count(path: Path, table: str) -> int:
+def count(path: Path | str, table: str) -> int:
     return int(rows(path, f"SELECT COUNT(*) FROM {table}")[0][0])
 
 
@@ -78,12 +84,28 @@ def by_agent(agent: str, content: str, chat: str | None = None, **kw: Any) -> Ne
     )
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest) -> str:
+    """The store the test runs on (tests of SQLite's own behaviour restrict it to sqlite)."""
+    return str(request.param)
+
+
+#: What each database raises when a write breaks a constraint.
+INTEGRITY_ERRORS = (store_sqlite3.IntegrityError, psycopg.IntegrityError)
+
+#: Restricts a test to the SQLite store (WAL, files, its migrations).
+sqlite_only = pytest.mark.parametrize("location", ["sqlite"], indirect=True)
+
+
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "store.db"
+def path(location: str, request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The SQLite file, or the PostgreSQL URL, of the test's store."""
+    if location == "sqlite":
+        return tmp_path / "store.db"
+    return str(request.getfixturevalue("postgres_url"))
 
 
-def _populate(store: SQLiteStore) -> None:
+def _populate(store: Store) -> None:
     store.create_world("w", "W", None, T0)
     store.add_participant(ParticipantRecord("w", "maria", "human", T0))
     for agent in AGENTS:
@@ -91,16 +113,16 @@ def _populate(store: SQLiteStore) -> None:
 
 
 @pytest.fixture
-def store(path: Path) -> Iterator[SQLiteStore]:
+def store(path: Path | str) -> Iterator[Store]:
     """A store with world `w`: human maria and agents agent-a, agent-b, agent-c."""
-    s = SQLiteStore(path)
+    s = open_store(str(path))
     _populate(s)
     yield s
     s.close()
 
 
 @pytest.fixture
-def service(store: SQLiteStore) -> Iterator[RecallService]:
+def service(store: Store) -> Iterator[RecallService]:
     service = RecallService(store)
     yield service
     service.long_term.close()  # stops its background indexer before the store closes
@@ -109,15 +131,18 @@ def service(store: SQLiteStore) -> Iterator[RecallService]:
 # -- schema and files ---------------------------------------------------------------------
 
 
+@sqlite_only
 def test_wal_mode_is_on(store: SQLiteStore, path: Path) -> None:
     assert rows(path, "PRAGMA journal_mode") == [("wal",)]
 
 
+@sqlite_only
 def test_fresh_file_has_every_migration_in_order(store: SQLiteStore, path: Path) -> None:
     assert [r[0] for r in rows(path, "SELECT version FROM schema_migrations")] == [v for v, _ in MIGRATIONS]
     assert store.schema_version() == LATEST_VERSION
 
 
+@sqlite_only
 def test_an_older_file_is_upgraded_and_keeps_its_data(path: Path) -> None:
     with closing(store_sqlite3.connect(str(path))) as db:
         db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
@@ -135,6 +160,7 @@ def test_an_older_file_is_upgraded_and_keeps_its_data(path: Path) -> None:
         store.close()
 
 
+@sqlite_only
 def test_a_version_4_search_index_gains_the_previous_turn_as_context(path: Path) -> None:
     """Migration 5 fills `context` for messages indexed before it and rebuilds the FTS table."""
     turns = [("", "maria: Where did you go on holiday?"), ("", "bob: Lisbon, in May."), ("x", "ann: hi")]
@@ -173,6 +199,7 @@ def test_a_version_4_search_index_gains_the_previous_turn_as_context(path: Path)
         store.close()
 
 
+@sqlite_only
 def test_reopening_does_not_rerun_migrations(store: SQLiteStore, path: Path) -> None:
     store.append_messages("w", [human("hello")])
     before = rows(path, "SELECT version, applied_at FROM schema_migrations")
@@ -185,6 +212,7 @@ def test_reopening_does_not_rerun_migrations(store: SQLiteStore, path: Path) -> 
     assert count(path, "messages") == 1
 
 
+@sqlite_only
 def test_newer_schema_version_is_refused_with_a_clear_message(store: SQLiteStore, path: Path) -> None:
     store.close()
     with closing(store_sqlite3.connect(str(path))) as db:
@@ -211,6 +239,7 @@ def test_store_creates_missing_parent_directories(tmp_path: Path) -> None:
     assert nested.is_file()
 
 
+@sqlite_only
 def test_data_survives_close_and_reopen(store: SQLiteStore, path: Path) -> None:
     stored = store.append_messages("w", [human("one", chat="c1"), by_agent("agent-a", "two", chat="c1")])
     store.mark_read("w", "agent-b", [stored[0].id], T0)
@@ -242,7 +271,7 @@ def test_message_ids_are_strictly_increasing(store: SQLiteStore, path: Path) -> 
     ids = [m.id for m in store.append_messages("w", [human(f"m{i}") for i in range(5)])]
     ids += [store.append_messages("w", [human("single")])[0].id]
     store.close()
-    reopened = SQLiteStore(path)
+    reopened = open_store(str(path))
     try:
         ids += [reopened.append_messages("w", [human("after reopen")])[0].id]
     finally:
@@ -441,7 +470,7 @@ def test_append_messages_is_atomic_when_the_database_rejects_one(store: SQLiteSt
     batch = [human("good 1", chat="c1"), human("good 2", chat="c1")]
     # A duplicate recipient violates the deliveries PRIMARY KEY inside the transaction.
     batch.insert(bad_at, human("bad", chat="c1", recipients=("agent-a", "agent-a")))
-    with pytest.raises(store_sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         store.append_messages("w", batch)
     assert _table_counts(path) == before
     assert rows(path, "SELECT content FROM messages ORDER BY id") == [("before",)]
@@ -454,7 +483,7 @@ def test_append_messages_is_atomic_when_the_database_rejects_one(store: SQLiteSt
 
 def test_append_messages_rolls_back_turn_resets_too(store: SQLiteStore) -> None:
     store.set_turn_count("w", "agent-a", 4)
-    with pytest.raises(store_sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         store.append_messages("w", [human("resets"), human("bad", recipients=("agent-b", "agent-b"))])
     assert store.turn_count("w", "agent-a") == 4
 
