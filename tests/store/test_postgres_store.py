@@ -221,3 +221,24 @@ def test_rate_limits_are_shared_by_the_replicas(postgres_url: str) -> None:
     finally:
         stop_server(one)
         stop_server(two)
+
+
+def test_recall_db_names_a_url_and_migrate_copies_postgres_to_postgres(
+    postgres_url: str, postgres_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECALL_DB", postgres_url)
+    runner = CliRunner()
+    assert runner.invoke(app, ["world", "create", "env-world"]).exit_code == 0
+    assert runner.invoke(app, ["human", "add", "env-world", "maria"]).exit_code == 0
+    assert runner.invoke(app, ["post", "env-world", "--sender", "maria", "hello"]).exit_code == 0
+    with Recall(postgres_url, SETTINGS) as mem:  # the CLI wrote to the database RECALL_DB names
+        assert [m.content for m in mem.world("env-world").messages()] == ["hello"]
+
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "recall_copy_target"')
+    base, _, query = postgres_server.partition("?")
+    target = f"{base.rsplit('/', 1)[0]}/recall_copy_target" + (f"?{query}" if query else "")
+    copied = runner.invoke(app, ["migrate", "--from", postgres_url, "--to", target])
+    assert copied.exit_code == 0, copied.output
+    with Recall(target, SETTINGS) as mem:
+        assert [m.content for m in mem.world("env-world").messages()] == ["hello"]
