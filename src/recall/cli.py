@@ -579,8 +579,11 @@ def serve(
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(1) from None
     auth = f"{len(settings.keys)} API key(s)" if settings.keys else "no API keys (loopback only)"
+    from recall.store.postgres import redacted_url
+
+    where = redacted_url(settings.db)  # a URL's password stays out of the logs
     err.print(
-        f"recall serving {settings.db} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs"
+        f"recall serving {where} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs"
     )
     uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 

@@ -23,7 +23,7 @@ from recall.demo import build_demo_world
 from recall.errors import InvalidInputError, RecallError
 from recall.server.config import ServerConfig
 from recall.store import open_store
-from recall.store.postgres import PostgresStore, _redacted
+from recall.store.postgres import PostgresStore, redacted_url
 from recall.store.postgres_schema import LATEST_VERSION
 from recall.store.rows import StoreVersionError
 from tests.server.conftest import start_server, stop_server
@@ -51,7 +51,7 @@ def test_an_unreachable_server_is_a_clear_error_without_the_password() -> None:
         PostgresStore(url, pool_size=1, connect_timeout=2)
     assert "cannot connect to PostgreSQL at postgresql://recall:***@127.0.0.1:9/recall" in str(info.value)
     assert "hunter2" not in str(info.value)
-    assert _redacted("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert redacted_url("postgresql://u@h/db") == "postgresql://u@h/db"
 
 
 def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) -> None:

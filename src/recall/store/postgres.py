@@ -82,7 +82,7 @@ def is_postgres_url(db: str) -> bool:
 class PostgresStore:
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url
-        self.path = _redacted(url)
+        self.path = redacted_url(url)
         self._keys: dict[tuple[str, str], int] = {}
         #: Names this process in its own announcements, so its listener skips them.
         self.token = uuid.uuid4().hex
@@ -648,7 +648,7 @@ class PostgresStore:
             return cur.rowcount > 0
 
 
-def _redacted(url: str) -> str:
+def redacted_url(url: str) -> str:
     """The URL without its password, for messages and logs."""
     scheme, sep, rest = url.partition("://")
     if "@" not in rest:
