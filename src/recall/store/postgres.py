@@ -40,23 +40,17 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
-    PARTICIPANT_COLUMNS,
-    WORLD_COLUMNS,
     StoreVersionError,
-    chat_id_of,
     chat_key,
-    dt,
     fact_record,
-    memory_item,
     merged_sections,
     message_record,
     note_record,
-    participant_record,
     plan_batch,
     recipient_key,
     ts,
-    world_record,
 )
+from recall.store.sql_reads import SQLReads
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
@@ -79,7 +73,7 @@ def is_postgres_url(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
-class PostgresStore:
+class PostgresStore(SQLReads):
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url
         self.path = redacted_url(url)
@@ -105,8 +99,10 @@ class PostgresStore:
             yield cur
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        # The reads shared with SQLite (sql_reads.py) are written with `?`; no SQL of recall's
+        # holds a literal question mark.
         with self._pool.connection() as conn:
-            rows: list[Any] = conn.execute(sql, params).fetchall()
+            rows: list[Any] = conn.execute(sql.replace("?", "%s"), params).fetchall()
             conn.rollback()  # end the read transaction: the connection goes back idle
             return rows
 
@@ -152,17 +148,6 @@ class PostgresStore:
             self._bump(cur)
         return WorldRecord(world_id, name, created_at, turn_limit, tenant)
 
-    def get_world(self, world_id: str) -> WorldRecord | None:
-        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = %s", (world_id,))
-        return world_record(rows[0]) if rows else None
-
-    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
-        if tenant is None:
-            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY lower(id)")
-        else:
-            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = %s ORDER BY lower(id)", (tenant,))
-        return [world_record(r) for r in rows]
-
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as cur:
             cur.execute(
@@ -172,40 +157,12 @@ class PostgresStore:
             self._bump(cur)
         return record
 
-    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
-        rows = self._read(
-            f"SELECT {PARTICIPANT_COLUMNS} FROM participants WHERE world_id = %s AND id = %s",
-            (world_id, participant_id),
-        )
-        return participant_record(rows[0]) if rows else None
-
-    def list_participants(self, world_id: str) -> list[ParticipantRecord]:
-        rows = self._read(
-            f"SELECT {PARTICIPANT_COLUMNS} FROM participants WHERE world_id = %s ORDER BY kind, lower(id)",
-            (world_id,),
-        )
-        return [participant_record(r) for r in rows]
-
     def _agent_keys(self, cur: psycopg.Cursor[Any], world_id: str, agents: Iterable[str]) -> dict[str, int]:
         rows = cur.execute(
             "SELECT lower(id), key FROM participants WHERE world_id = %s AND kind = 'agent'", (world_id,)
         ).fetchall()
         keys = {str(r[0]): int(r[1]) for r in rows}
         return {agent.lower(): recipient_key(keys, agent) for agent in agents}
-
-    def _agent_key(self, world_id: str, agent_id: str) -> int | None:
-        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
-        cache_key = (world_id.lower(), agent_id.lower())
-        key = self._keys.get(cache_key)
-        if key is None:
-            rows = self._read(
-                "SELECT key FROM participants WHERE world_id = %s AND id = %s AND kind = 'agent'",
-                (world_id, agent_id),
-            )
-            if not rows:
-                return None
-            key = self._keys[cache_key] = int(rows[0][0])
-        return key
 
     # -- messages and deliveries ----------------------------------------------------------
 
@@ -299,34 +256,6 @@ class PostgresStore:
             return  # this process's own post: its server woke its waiters already
         on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
 
-    def get_message(self, world_id: str, message_id: int) -> Message | None:
-        rows = self._read(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.id = %s", (world_id, message_id)
-        )
-        return message_record(rows[0]) if rows else None
-
-    def list_messages(
-        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
-    ) -> list[Message]:
-        if any_chat:
-            sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.id > %s ORDER BY m.id LIMIT %s"
-            params: tuple[Any, ...] = (world_id, after, limit)
-        else:
-            sql = (
-                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = %s AND m.chat_id = %s AND m.id > %s"
-                " ORDER BY m.id LIMIT %s"
-            )
-            params = (world_id, chat_key(chat_id), after, limit)
-        return [message_record(r) for r in self._read(sql, params)]
-
-    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
-        rows = self._read(
-            "SELECT c.id, (SELECT COUNT(*) FROM messages m WHERE m.world_id = c.world_id AND m.chat_id = c.id)"
-            " FROM chats c WHERE c.world_id = %s ORDER BY c.created_at, c.id",
-            (world_id,),
-        )
-        return [(chat_id_of(r[0]), int(r[1])) for r in rows]
-
     def iter_memory(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
     ) -> Iterator[Message]:
@@ -348,13 +277,6 @@ class PostgresStore:
             if len(rows) < MEMORY_PAGE:
                 return
             cursor_id = rows[-1][0]
-
-    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return {}
-        rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = %s", (key,))
-        return {chat_id_of(r[0]): int(r[1]) for r in rows}
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
@@ -384,10 +306,6 @@ class PostgresStore:
             return int(cur.rowcount)
 
     # -- turn counters --------------------------------------------------------------------
-
-    def turn_count(self, world_id: str, agent_id: str) -> int:
-        rows = self._read("SELECT count FROM turn_counters WHERE world_id = %s AND agent_id = %s", (world_id, agent_id))
-        return int(rows[0][0]) if rows else 0
 
     def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
         with self._write() as cur:
@@ -446,21 +364,7 @@ class PostgresStore:
             assert row is not None
             return int(row[0])
 
-    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]:
-        rows = self._read(
-            "SELECT data FROM observations WHERE world_id = %s AND agent_id = %s AND kind = %s"
-            " ORDER BY id DESC LIMIT %s",
-            (world_id, agent_id, kind, limit),
-        )
-        return [json.loads(r[0]) for r in reversed(rows)]
-
     # -- an agent's private key-value memory ----------------------------------------------
-
-    def _memory_key(self, world_id: str, agent_id: str) -> int:
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
-        return key
 
     def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
         key = self._memory_key(world_id, agent_id)
@@ -473,14 +377,6 @@ class PostgresStore:
                 (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
             )
 
-    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
-        rows = self._read(
-            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = %s AND key = %s"
-            " AND (expires_at IS NULL OR expires_at > %s)",
-            (self._memory_key(world_id, agent_id), key, ts(now)),
-        )
-        return memory_item(rows[0]) if rows else None
-
     def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
         agent = self._memory_key(world_id, agent_id)
         with self._write() as cur:
@@ -489,25 +385,7 @@ class PostgresStore:
             ).fetchall()
         return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
 
-    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
-        rows = self._read(
-            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = %s"
-            " AND (expires_at IS NULL OR expires_at > %s) ORDER BY key",
-            (self._memory_key(world_id, agent_id), ts(now)),
-        )
-        return [memory_item(r) for r in rows]
-
     # -- context once ---------------------------------------------------------------------
-
-    def get_context_session(
-        self, world_id: str, agent_id: str, session: str, chat_id: str | None
-    ) -> ContextSession | None:
-        rows = self._read(
-            "SELECT last_sent_id, refreshed_at FROM context_sessions"
-            " WHERE agent_key = %s AND session = %s AND chat_id = %s",
-            (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
-        )
-        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
 
     def set_context_session(
         self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
@@ -528,12 +406,6 @@ class PostgresStore:
 
     # -- facts and their scope's sections ---------------------------------------------------
 
-    def list_facts(self, tenant: str, scope: str) -> list[Fact]:
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = %s ORDER BY id", (tenant, scope)
-        )
-        return [fact_record(r) for r in rows]
-
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
         if not scopes:
             return []
@@ -542,12 +414,6 @@ class PostgresStore:
             (tenant, list(scopes)),
         )
         return [fact_record(r) for r in rows]
-
-    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = %s AND id = %s", (tenant, scope, fact_id)
-        )
-        return fact_record(rows[0]) if rows else None
 
     def change_facts(
         self,
@@ -605,16 +471,6 @@ class PostgresStore:
                 )
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 
-    def get_sections(self, tenant: str, scope: str) -> dict[str, str]:
-        rows = self._read("SELECT sections FROM fact_sections WHERE tenant = %s AND scope = %s", (tenant, scope))
-        return dict(json.loads(rows[0][0])) if rows else {}
-
-    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]:
-        rows = self._read(
-            "SELECT scope, COUNT(*) FROM facts WHERE tenant = %s GROUP BY scope ORDER BY scope", (tenant,)
-        )
-        return [(r[0], int(r[1])) for r in rows]
-
     # -- long-term memories (notes) -------------------------------------------------------
 
     def add_note(self, world_id: str, note: NewNote) -> Note:
@@ -629,10 +485,6 @@ class PostgresStore:
             ).fetchone()  # fmt: skip
         assert row is not None
         return note_record(row)
-
-    def get_note(self, world_id: str, note_id: int) -> Note | None:
-        rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
-        return note_record(rows[0]) if rows else None
 
     def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
         rows = self._read(

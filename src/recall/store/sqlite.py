@@ -23,7 +23,6 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
-from recall.errors import RecallError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -39,29 +38,24 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
-    WORLD_COLUMNS,
     StoreVersionError,
-    chat_id_of,
     chat_key,
-    dt,
     fact_record,
-    memory_item,
     merged_sections,
     message_record,
     note_record,
-    participant_record,
     plan_batch,
     recipient_key,
     ts,
-    world_record,
 )
+from recall.store.sql_reads import SQLReads
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 _IN_CHUNK = 500
 
 
-class SQLiteStore:
+class SQLiteStore(SQLReads):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         if self.path != ":memory:":
@@ -140,17 +134,6 @@ class SQLiteStore:
             )
         return WorldRecord(world_id, name, created_at, turn_limit, tenant)
 
-    def get_world(self, world_id: str) -> WorldRecord | None:
-        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
-        return world_record(rows[0]) if rows else None
-
-    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
-        if tenant is None:
-            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY id")
-        else:
-            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
-        return [world_record(r) for r in rows]
-
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as db:
             db.execute(
@@ -158,20 +141,6 @@ class SQLiteStore:
                 (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
             )
         return record
-
-    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
-        rows = self._read(
-            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? AND id = ?",
-            (world_id, participant_id),
-        )
-        return participant_record(rows[0]) if rows else None
-
-    def list_participants(self, world_id: str) -> list[ParticipantRecord]:
-        rows = self._read(
-            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? ORDER BY kind, id",
-            (world_id,),
-        )
-        return [participant_record(r) for r in rows]
 
     def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
         """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`
@@ -190,19 +159,6 @@ class SQLiteStore:
             keys = self._agent_keys(db, world_id, agents)
             found = self._groups[cache_key] = json.dumps([recipient_key(keys, agent) for agent in agents])
         return found
-
-    def _agent_key(self, world_id: str, agent_id: str) -> int | None:
-        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
-        cache_key = (world_id.lower(), agent_id.lower())
-        key = self._keys.get(cache_key)
-        if key is None:
-            rows = self._read(
-                "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent'", (world_id, agent_id)
-            )
-            if not rows:
-                return None
-            key = self._keys[cache_key] = int(rows[0][0])
-        return key
 
     # -- messages and deliveries ----------------------------------------------------------
 
@@ -268,34 +224,6 @@ class SQLiteStore:
             )
         return plan.stored
 
-    def get_message(self, world_id: str, message_id: int) -> Message | None:
-        rows = self._read(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id = ?", (world_id, message_id)
-        )
-        return message_record(rows[0]) if rows else None
-
-    def list_messages(
-        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
-    ) -> list[Message]:
-        if any_chat:
-            sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
-            params: tuple[Any, ...] = (world_id, after, limit)
-        else:
-            sql = (
-                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id > ?"
-                " ORDER BY m.id LIMIT ?"
-            )
-            params = (world_id, chat_key(chat_id), after, limit)
-        return [message_record(r) for r in self._read(sql, params)]
-
-    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
-        rows = self._read(
-            "SELECT c.id, (SELECT COUNT(*) FROM messages m WHERE m.world_id = c.world_id AND m.chat_id = c.id)"
-            " FROM chats c WHERE c.world_id = ? ORDER BY c.created_at, c.id",
-            (world_id,),
-        )
-        return [(chat_id_of(r[0]), int(r[1])) for r in rows]
-
     def iter_memory(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
     ) -> Iterator[Message]:
@@ -325,13 +253,6 @@ class SQLiteStore:
             if len(rows) < MEMORY_PAGE:
                 return
             cursor_id = rows[-1][0]
-
-    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return {}
-        rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = ?", (key,))
-        return {chat_id_of(r[0]): int(r[1]) for r in rows}
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
@@ -394,10 +315,6 @@ class SQLiteStore:
 
     # -- turn counters --------------------------------------------------------------------
 
-    def turn_count(self, world_id: str, agent_id: str) -> int:
-        rows = self._read("SELECT count FROM turn_counters WHERE world_id = ? AND agent_id = ?", (world_id, agent_id))
-        return int(rows[0][0]) if rows else 0
-
     def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
         with self._write() as db:
             db.execute(
@@ -428,21 +345,7 @@ class SQLiteStore:
             )
             return int(cursor.lastrowid or 0)
 
-    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` observations (or actions) of the agent, oldest first."""
-        rows = self._read(
-            "SELECT data FROM observations WHERE world_id = ? AND agent_id = ? AND kind = ? ORDER BY id DESC LIMIT ?",
-            (world_id, agent_id, kind, limit),
-        )
-        return [json.loads(r[0]) for r in reversed(rows)]
-
     # -- an agent's private key-value memory ----------------------------------------------
-
-    def _memory_key(self, world_id: str, agent_id: str) -> int:
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
-        return key
 
     def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
         key = self._memory_key(world_id, agent_id)
@@ -455,14 +358,6 @@ class SQLiteStore:
                 (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
             )
 
-    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
-        rows = self._read(
-            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ? AND key = ?"
-            " AND (expires_at IS NULL OR expires_at > ?)",
-            (self._memory_key(world_id, agent_id), key, ts(now)),
-        )
-        return memory_item(rows[0]) if rows else None
-
     def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
         agent = self._memory_key(world_id, agent_id)
         with self._write() as db:
@@ -473,24 +368,7 @@ class SQLiteStore:
             rows = cursor.fetchall()
         return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
 
-    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
-        rows = self._read(
-            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ?"
-            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
-            (self._memory_key(world_id, agent_id), ts(now)),
-        )
-        return [memory_item(r) for r in rows]
-
     # -- context once ---------------------------------------------------------------------
-
-    def get_context_session(
-        self, world_id: str, agent_id: str, session: str, chat_id: str | None
-    ) -> ContextSession | None:
-        rows = self._read(
-            "SELECT last_sent_id, refreshed_at FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
-            (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
-        )
-        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
 
     def set_context_session(
         self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
@@ -511,12 +389,6 @@ class SQLiteStore:
 
     # -- facts and their scope's sections ---------------------------------------------------
 
-    def list_facts(self, tenant: str, scope: str) -> list[Fact]:
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? ORDER BY id", (tenant, scope)
-        )
-        return [fact_record(r) for r in rows]
-
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
         if not scopes:
             return []
@@ -526,13 +398,6 @@ class SQLiteStore:
             (tenant, *scopes),
         )
         return [fact_record(r) for r in rows]
-
-    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? AND id = ?",
-            (tenant, scope, fact_id),
-        )
-        return fact_record(rows[0]) if rows else None
 
     def change_facts(
         self,
@@ -589,14 +454,6 @@ class SQLiteStore:
                 )
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 
-    def get_sections(self, tenant: str, scope: str) -> dict[str, str]:
-        rows = self._read("SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
-        return dict(json.loads(rows[0][0])) if rows else {}
-
-    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]:
-        rows = self._read("SELECT scope, COUNT(*) FROM facts WHERE tenant = ? GROUP BY scope ORDER BY scope", (tenant,))
-        return [(r[0], int(r[1])) for r in rows]
-
     # -- long-term memories (notes) -------------------------------------------------------
 
     def add_note(self, world_id: str, note: NewNote) -> Note:
@@ -616,10 +473,6 @@ class SQLiteStore:
                 ),
             ).fetchone()
         return note_record(row)
-
-    def get_note(self, world_id: str, note_id: int) -> Note | None:
-        rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
-        return note_record(rows[0]) if rows else None
 
     def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
         """Notes visible to `owners` ('' = shared), most important first, then newest."""

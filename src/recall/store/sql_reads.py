@@ -1,0 +1,181 @@
+"""The reads both stores share: the same SQL on SQLite and PostgreSQL, written with `?`
+placeholders (the PostgreSQL store turns them into `%s`). Writes differ more (ids, arrays,
+locks) and stay in each store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from recall.core.facts import Fact
+from recall.core.models import Message
+from recall.errors import RecallError
+from recall.store.base import ContextSession, MemoryItem, Note, ParticipantRecord, WorldRecord
+from recall.store.rows import (
+    FACT_COLUMNS,
+    MESSAGE_COLUMNS,
+    NOTE_COLUMNS,
+    WORLD_COLUMNS,
+    chat_id_of,
+    chat_key,
+    dt,
+    fact_record,
+    memory_item,
+    message_record,
+    note_record,
+    participant_record,
+    ts,
+    world_record,
+)
+
+
+class SQLReads:
+    """Read methods of the store protocol over `_read(sql, params)`."""
+
+    _keys: dict[tuple[str, str], int]
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def get_world(self, world_id: str) -> WorldRecord | None:
+        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
+        return world_record(rows[0]) if rows else None
+
+    def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
+        if tenant is None:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY id")
+        else:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
+        return [world_record(r) for r in rows]
+
+    def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None:
+        rows = self._read(
+            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? AND id = ?",
+            (world_id, participant_id),
+        )
+        return participant_record(rows[0]) if rows else None
+
+    def list_participants(self, world_id: str) -> list[ParticipantRecord]:
+        rows = self._read(
+            "SELECT world_id, id, kind, profile, created_at FROM participants WHERE world_id = ? ORDER BY kind, id",
+            (world_id,),
+        )
+        return [participant_record(r) for r in rows]
+
+    def _agent_key(self, world_id: str, agent_id: str) -> int | None:
+        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
+        cache_key = (world_id.lower(), agent_id.lower())
+        key = self._keys.get(cache_key)
+        if key is None:
+            rows = self._read(
+                "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent'", (world_id, agent_id)
+            )
+            if not rows:
+                return None
+            key = self._keys[cache_key] = int(rows[0][0])
+        return key
+
+    def get_message(self, world_id: str, message_id: int) -> Message | None:
+        rows = self._read(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id = ?", (world_id, message_id)
+        )
+        return message_record(rows[0]) if rows else None
+
+    def list_messages(
+        self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
+    ) -> list[Message]:
+        if any_chat:
+            sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+            params: tuple[Any, ...] = (world_id, after, limit)
+        else:
+            sql = (
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id > ?"
+                " ORDER BY m.id LIMIT ?"
+            )
+            params = (world_id, chat_key(chat_id), after, limit)
+        return [message_record(r) for r in self._read(sql, params)]
+
+    def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
+        rows = self._read(
+            "SELECT c.id, (SELECT COUNT(*) FROM messages m WHERE m.world_id = c.world_id AND m.chat_id = c.id)"
+            " FROM chats c WHERE c.world_id = ? ORDER BY c.created_at, c.id",
+            (world_id,),
+        )
+        return [(chat_id_of(r[0]), int(r[1])) for r in rows]
+
+    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return {}
+        rows = self._read("SELECT chat_id, n FROM memory_counts WHERE agent_key = ?", (key,))
+        return {chat_id_of(r[0]): int(r[1]) for r in rows}
+
+    def turn_count(self, world_id: str, agent_id: str) -> int:
+        rows = self._read("SELECT count FROM turn_counters WHERE world_id = ? AND agent_id = ?", (world_id, agent_id))
+        return int(rows[0][0]) if rows else 0
+
+    def recent_observations(self, world_id: str, agent_id: str, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` observations (or actions) of the agent, oldest first."""
+        rows = self._read(
+            "SELECT data FROM observations WHERE world_id = ? AND agent_id = ? AND kind = ? ORDER BY id DESC LIMIT ?",
+            (world_id, agent_id, kind, limit),
+        )
+        return [json.loads(r[0]) for r in reversed(rows)]
+
+    def _memory_key(self, world_id: str, agent_id: str) -> int:
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
+        return key
+
+    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ? AND key = ?"
+            " AND (expires_at IS NULL OR expires_at > ?)",
+            (self._memory_key(world_id, agent_id), key, ts(now)),
+        )
+        return memory_item(rows[0]) if rows else None
+
+    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
+        rows = self._read(
+            "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ?"
+            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
+            (self._memory_key(world_id, agent_id), ts(now)),
+        )
+        return [memory_item(r) for r in rows]
+
+    def get_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None
+    ) -> ContextSession | None:
+        rows = self._read(
+            "SELECT last_sent_id, refreshed_at FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
+            (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
+        )
+        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
+
+    def list_facts(self, tenant: str, scope: str) -> list[Fact]:
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? ORDER BY id", (tenant, scope)
+        )
+        return [fact_record(r) for r in rows]
+
+    def get_fact(self, tenant: str, scope: str, fact_id: int) -> Fact | None:
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope = ? AND id = ?",
+            (tenant, scope, fact_id),
+        )
+        return fact_record(rows[0]) if rows else None
+
+    def get_sections(self, tenant: str, scope: str) -> dict[str, str]:
+        rows = self._read("SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
+        return dict(json.loads(rows[0][0])) if rows else {}
+
+    def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]:
+        rows = self._read("SELECT scope, COUNT(*) FROM facts WHERE tenant = ? GROUP BY scope ORDER BY scope", (tenant,))
+        return [(r[0], int(r[1])) for r in rows]
+
+    def get_note(self, world_id: str, note_id: int) -> Note | None:
+        rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
+        return note_record(rows[0]) if rows else None
