@@ -29,6 +29,7 @@ from dataclasses import replace
 from recall.api import Recall
 from recall.retrieval.indexer import BackgroundIndexer
 from recall.settings import Settings
+from recall.store import is_postgres_url
 
 logger = logging.getLogger("recall.index_worker")
 
@@ -70,7 +71,7 @@ def run_worker(
 
 def start_worker_process(db: str) -> subprocess.Popen[bytes]:
     """Start a worker for `db` as a child of this process (which it watches, to end with it)."""
-    location = db if db.startswith(("postgresql://", "postgres://")) else os.path.abspath(db)
+    location = db if is_postgres_url(db) else os.path.abspath(db)
     command = [sys.executable, "-m", "recall.index_worker", location, "--parent", str(os.getpid())]
     # One BLAS thread: the worker then leaves a core to the server it runs beside. (Two threads
     # embed ~35% faster on an idle machine but stall each other when the server is busy.)

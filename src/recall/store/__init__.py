@@ -13,14 +13,20 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "WorldRecord",
+    "is_postgres_url",
     "open_search_index",
     "open_store",
 ]
 
 
+def is_postgres_url(location: str) -> bool:
+    """Whether a store location names a PostgreSQL database (else it is a SQLite file)."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
 def open_store(location: str) -> Store:
     """Open the store a location names: a `postgresql://` URL, a SQLite file path, or `:memory:`."""
-    if location.startswith(("postgresql://", "postgres://")):
+    if is_postgres_url(location):
         from recall.store.postgres import PostgresStore  # psycopg loads only when asked for
 
         return PostgresStore(location)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall.errors import InvalidInputError
-from recall.store import open_store
+from recall.store import is_postgres_url, open_store
 from recall.store.postgres import PostgresStore
 
 #: (table, the columns copied and compared, the order rows are read in) — parents first.
@@ -71,7 +71,7 @@ def migrate(source: str, target: str, progress: Callable[[str, int], None] | Non
     """Copy the store at `source` (a SQLite file or a URL) into the empty PostgreSQL database at
     `target`; the verified counts and checksums, one per table. Raises `InvalidInputError`
     when the target is not PostgreSQL or not empty, and `RecallError` when a check fails."""
-    if not target.startswith(("postgresql://", "postgres://")):
+    if not is_postgres_url(target):
         raise InvalidInputError("to", "must be a postgresql:// URL (the store to copy into)")
     if source == target:
         raise InvalidInputError("to", "must differ from --from")

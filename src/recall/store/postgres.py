@@ -69,10 +69,6 @@ logger = logging.getLogger("recall.store.postgres")
 PostListener = Callable[[str, list[int] | None], None]
 
 
-def is_postgres_url(db: str) -> bool:
-    return db.startswith(("postgresql://", "postgres://"))
-
-
 class PostgresStore(SQLReads):
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url

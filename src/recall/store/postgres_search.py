@@ -16,14 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recall.retrieval.stopwords import content_terms
 from recall.store.sqlite_search import (
     _ITEM_COLUMNS,
-    _MAX_OWNERS,
-    _MAX_QUERY_TERMS,
     _STATE_MESSAGES,
     _STATE_MODEL,
-    _TERM,
     CONTEXT_WEIGHT,
     MESSAGE_BATCH,
     IndexItem,
@@ -34,6 +30,8 @@ from recall.store.sqlite_search import (
     _item_row,
     _message_text,
     _model_key,
+    _sql_filters,
+    query_terms,
 )
 
 if TYPE_CHECKING:
@@ -49,8 +47,7 @@ _EF_SEARCH = 200
 def tsquery_text(query: str) -> str:
     """A safe `to_tsquery` text for free text: the words but the stop words, OR-ed ('' for none).
     Only word characters survive, so no input is read as tsquery syntax."""
-    terms = content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:_MAX_QUERY_TERMS]
-    return " | ".join(terms)
+    return " | ".join(query_terms(query))
 
 
 def _vector_text(vector: np.ndarray[Any, Any]) -> str:
@@ -210,11 +207,11 @@ class PostgresSearchIndex(SQLiteSearchIndex):
         text = tsquery_text(query)
         if not text:
             return []
-        where, params = _pg_filters(f)
+        where, params = _sql_filters(f)  # `?` placeholders: the store's _read turns them into %s
         return self._store._read(
-            f"SELECT {_ITEM_COLUMNS}, -ts_rank(%s::float4[], s.tsv, q) AS rank"
-            " FROM search_items s, to_tsquery('english', %s) q"
-            f" WHERE s.tsv @@ q AND {where} ORDER BY rank, s.id LIMIT %s",
+            f"SELECT {_ITEM_COLUMNS}, -ts_rank(?::float4[], s.tsv, q) AS rank"
+            " FROM search_items s, to_tsquery('english', ?) q"
+            f" WHERE s.tsv @@ q AND {where} ORDER BY rank, s.id LIMIT ?",
             (_RANK_WEIGHTS, text, *params, limit),
         )
 
@@ -226,33 +223,12 @@ class PostgresSearchIndex(SQLiteSearchIndex):
             if not self._vec_ready:
                 return []
         vector = _vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
-        where, params = _pg_filters(f)
+        where, params = _sql_filters(f)
         with self._store._write() as db:  # SET LOCAL needs a transaction
             db.execute(f"SET LOCAL hnsw.ef_search = {_EF_SEARCH}")
             rows: list[Any] = db.execute(
                 f"SELECT {_ITEM_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s"
-                f" WHERE s.embedded AND {where} ORDER BY distance LIMIT %s",
+                f" WHERE s.embedded AND {where.replace('?', '%s')} ORDER BY distance LIMIT %s",
                 (vector, *params, limit),
             ).fetchall()
         return rows
-
-
-def _pg_filters(f: _Filters) -> tuple[str, list[Any]]:
-    """The WHERE clause of a search over `search_items s`, and its parameters."""
-    clauses = ["s.tenant = %s", "s.space = %s", "s.kind = ANY(%s)"]
-    params: list[Any] = [f.tenant, f.space, list(f.kinds)]
-    if f.owners is not None:
-        clauses.append("s.owner = ANY(%s::citext[])")
-        params.append(list(f.owners)[:_MAX_OWNERS])
-    optional: list[tuple[str, object]] = [
-        ("COALESCE(s.chat_id, '') = %s", f.chat_id),
-        ("s.sender = %s", f.sender),
-        ("s.created_at >= %s", f.since),
-        ("s.created_at < %s", f.until),
-        ("s.importance >= %s", f.min_importance),
-    ]
-    for clause, value in optional:
-        if value is not None:
-            clauses.append(clause)
-            params.append(value)
-    return " AND ".join(clauses), params

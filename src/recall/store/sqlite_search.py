@@ -158,8 +158,13 @@ def match_expression(query: str) -> str:
     """A safe FTS5 MATCH expression for free text: each word but the stop words quoted, joined
     with OR (BM25 then ranks documents with more and rarer words higher). '' when the text has
     no words."""
-    terms = content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:_MAX_QUERY_TERMS]
-    return " OR ".join(f'"{t}"' for t in terms)
+    return " OR ".join(f'"{t}"' for t in query_terms(query))
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a free-text query a keyword search looks for: lowercased, once each, stop
+    words left out (unless that leaves none), at most _MAX_QUERY_TERMS."""
+    return content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:_MAX_QUERY_TERMS]
 
 
 def _ts(value: datetime) -> float:
