@@ -31,11 +31,16 @@ def postgres_server() -> Iterator[str]:
             server.cleanup()
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> str:
-    """A new, empty database on the session's server, for one test."""
+def new_database(postgres_server: str) -> str:
+    """The URL of a new, empty database on the server (for a fixture of wider scope than one test)."""
     name = f"recall_test_{os.getpid()}_{next(_numbers)}"
     with psycopg.connect(postgres_server, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # a generated name, not input
     base, _, query = postgres_server.partition("?")
     return f"{base.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A new, empty database on the session's server, for one test."""
+    return new_database(postgres_server)

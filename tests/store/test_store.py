@@ -693,3 +693,38 @@ def test_unread_inbox_stays_exact_whatever_the_order_of_acks(store: SQLiteStore)
     later = store.append_messages("w", [human("later")])[0].id
     assert [m.id for m, _ in store.inbox("w", "agent-a", limit=1000)] == [*sorted(unread), later]
     assert own not in {m.id for m, _ in store.inbox("w", "agent-a", unread_only=False, limit=1000)}
+
+
+def test_both_stores_keep_the_inbox_low_water_mark(store: Store, path: Path | str) -> None:
+    """Every delivery below an agent's mark is read, so the unread scan starts there instead of
+    passing over everything the agent ever read: the mark rises, as acks allow, to the first
+    unread delivery, or one past the agent's last delivery once all are read."""
+
+    def mark(agent: str) -> int | None:
+        found = rows(
+            path,
+            "SELECT i.low FROM inbox_marks i JOIN participants p ON p.key = i.agent_key WHERE p.id = ?",
+            (agent,),
+        )
+        return int(found[0][0]) if found else None
+
+    ids = [m.id for m in store.append_messages("w", [human(f"m{i}") for i in range(12)])]
+    own = store.append_messages("w", [by_agent("agent-a", "mine")])[0].id
+    assert mark("agent-a") is None
+    assert store.mark_read("w", "agent-a", ids[3:6], T0) == 3
+    assert mark("agent-a") == ids[0]  # ids[0] is still unread
+    assert store.mark_read("w", "agent-a", ids[:3], T0) == 3
+    assert mark("agent-a") == ids[6]
+    assert [m.id for m, _ in store.inbox("w", "agent-a")] == ids[6:]
+    assert store.mark_read("w", "agent-a", ids[6:], T0) == 6
+    assert mark("agent-a") == own + 1  # its own message is not in its inbox, but is its last delivery
+    assert store.mark_read("w", "agent-a", ids, T0) == 0
+    assert mark("agent-a") == own + 1
+    later = store.append_messages("w", [human("later")])[0].id
+    assert [m.id for m, _ in store.inbox("w", "agent-a")] == [later]
+    assert [(m.id, read) for m, read in store.inbox("w", "agent-a", unread_only=False, limit=3, after=ids[-2])] == [
+        (ids[-1], True),
+        (later, False),
+    ]
+    assert mark("agent-b") is None  # only the agent that acknowledged has a mark
+    assert [m.id for m, _ in store.inbox("w", "agent-b", limit=1000)] == [*ids, own, later]

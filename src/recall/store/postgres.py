@@ -50,7 +50,7 @@ from recall.store.rows import (
     recipient_key,
     ts,
 )
-from recall.store.sql_reads import SQLReads
+from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
@@ -274,21 +274,6 @@ class PostgresStore(SQLReads):
                 return
             cursor_id = rows[-1][0]
 
-    def inbox(
-        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
-    ) -> list[tuple[Message, bool]]:
-        """Deliveries to the agent with ids above `after`, oldest first (FIFO), each with whether it was read."""
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return []
-        unread = " AND d.read_at IS NULL" if unread_only else ""
-        rows = self._read(
-            f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d JOIN messages m ON m.id = d.message_id"
-            f" WHERE d.agent_key = %s AND d.message_id > %s AND d.own = 0{unread} ORDER BY d.message_id LIMIT %s",
-            (key, after, limit),
-        )
-        return [(message_record(r), bool(r[12])) for r in rows]
-
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
         key = self._agent_key(world_id, agent_id)
         if key is None or not message_ids:
@@ -299,7 +284,10 @@ class PostgresStore(SQLReads):
                 " AND own = 0 AND read_at IS NULL",
                 (ts(at), key, [int(i) for i in message_ids]),
             )
-            return int(cur.rowcount)
+            marked = int(cur.rowcount)
+            if marked:
+                cur.execute(RAISE_INBOX_MARK.replace("?", "%s"), (key, key, key, key))
+            return marked
 
     # -- turn counters --------------------------------------------------------------------
 

@@ -42,6 +42,15 @@ if TYPE_CHECKING:
 _RANK_WEIGHTS = f"{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}"
 #: HNSW candidates per query: at least the deepest hybrid list.
 _EF_SEARCH = 200
+#: pgvector refuses a larger hnsw.ef_search.
+_EF_SEARCH_MAX = 1000
+#: Up to this many matching items (or `limit`, if more), a vector search compares the query with
+#: every one of them: exact, and cheaper than walking the HNSW graph past the items a filter
+#: rejects (a few milliseconds for a thousand 384-d vectors).
+EXACT_SCAN_MAX = 1000
+#: The first pgvector release whose HNSW scans can go on past `ef_search` candidates until
+#: enough rows pass the filters (`hnsw.iterative_scan`).
+_ITERATIVE_SCAN_VERSION = (0, 8)
 
 
 def tsquery_text(query: str) -> str:
@@ -59,6 +68,8 @@ class PostgresSearchIndex(SQLiteSearchIndex):
 
     def __init__(self, store: PostgresStore, embedder: Embedder | None = None) -> None:
         super().__init__(store, embedder)  # type: ignore[arg-type]  # the same _read/_write shape
+        #: Whether the server's pgvector has iterative index scans (None: not asked yet).
+        self._iterative: bool | None = None
 
     # -- the embedding model and the vector column ---------------------------------------
 
@@ -216,6 +227,16 @@ class PostgresSearchIndex(SQLiteSearchIndex):
         )
 
     def _vector(self, query: str, f: _Filters, limit: int) -> list[Any]:
+        """Rows of the `limit` nearest items that pass the filters, nearest first: the item
+        columns, then the cosine distance.
+
+        An HNSW scan yields its `ef_search` nearest candidates and the filters apply after it,
+        so on its own it returns fewer than `limit` rows (or none) when few items pass them.
+        Hence: when few items match, all of them are compared with the query (exact); else
+        the graph walk goes on until `limit` rows pass (pgvector's iterative scan, in strict
+        distance order), and should it stop short (hnsw.max_scan_tuples), the exact scan
+        answers. Either way `limit` rows come back whenever that many items match, as
+        sqlite-vec's filtered KNN gives on SQLite."""
         if self.embedder is None:
             return []
         if not self._vec_ready:
@@ -224,11 +245,58 @@ class PostgresSearchIndex(SQLiteSearchIndex):
                 return []
         vector = _vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32)[0])
         where, params = _sql_filters(f)
+        where = "s.embedded AND " + where.replace("?", "%s")
         with self._store._write() as db:  # SET LOCAL needs a transaction
-            db.execute(f"SET LOCAL hnsw.ef_search = {_EF_SEARCH}")
-            rows: list[Any] = db.execute(
-                f"SELECT {_ITEM_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s"
-                f" WHERE s.embedded AND {where.replace('?', '%s')} ORDER BY distance LIMIT %s",
-                (vector, *params, limit),
-            ).fetchall()
+            exact_up_to = max(EXACT_SCAN_MAX, limit)
+            if _count_up_to(db, where, params, exact_up_to + 1) > exact_up_to:
+                rows = self._walk_graph(db, vector, where, params, limit)
+                if len(rows) == limit:
+                    return rows
+            return _exact_nearest(db, vector, where, params, limit)
+
+    def _walk_graph(self, db: Any, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
+        """The nearest matching rows by the HNSW index (the planner may still choose another plan)."""
+        db.execute(f"SET LOCAL hnsw.ef_search = {min(max(_EF_SEARCH, limit), _EF_SEARCH_MAX)}")
+        if self._iterative_scans(db):
+            db.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        rows: list[Any] = db.execute(
+            f"SELECT {_ITEM_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s"
+            f" WHERE {where} ORDER BY distance LIMIT %s",
+            (vector, *params, limit),
+        ).fetchall()
         return rows
+
+    def _iterative_scans(self, db: Any) -> bool:
+        if self._iterative is None:
+            row = db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            self._iterative = row is not None and _version(str(row[0])) >= _ITERATIVE_SCAN_VERSION
+        return self._iterative
+
+
+def _count_up_to(db: Any, where: str, params: Sequence[Any], cap: int) -> int:
+    """How many embedded items pass the filters, counted no further than `cap`."""
+    row = db.execute(
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM search_items s WHERE {where} LIMIT %s) matching", (*params, cap)
+    ).fetchone()
+    return int(row[0])
+
+
+def _exact_nearest(db: Any, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
+    """The nearest matching rows, every match compared with the query. The subquery's OFFSET 0
+    keeps the ORDER BY out of it, so the HNSW index (approximate) cannot answer it."""
+    rows: list[Any] = db.execute(
+        f"SELECT * FROM (SELECT {_ITEM_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s"
+        f" WHERE {where} OFFSET 0) matching ORDER BY distance, id LIMIT %s",
+        (vector, *params, limit),
+    ).fetchall()
+    return rows
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """(0, 8, 6) from '0.8.6'; a part that is not a number ends it."""
+    parts: list[int] = []
+    for part in text.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)

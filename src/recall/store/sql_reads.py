@@ -1,6 +1,6 @@
 """The reads both stores share: the same SQL on SQLite and PostgreSQL, written with `?`
 placeholders (the PostgreSQL store turns them into `%s`). Writes differ more (ids, arrays,
-locks) and stay in each store."""
+locks) and stay in each store, but for the inbox's low-water mark (`RAISE_INBOX_MARK`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ from recall.store.rows import (
     participant_record,
     ts,
     world_record,
+)
+
+#: After an agent read some deliveries: raise its inbox's low-water mark (every delivery below
+#: it is read) to its first unread delivery at or above the mark, or to one past its last
+#: delivery when all are read. The unread scan starts there, so it passes each read row once
+#: over the agent's life instead of at every inbox check. The mark never falls: on PostgreSQL a
+#: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
+#: since rows only ever become read and new deliveries get higher ids). Parameters: the agent's
+#: key, four times.
+RAISE_INBOX_MARK = (
+    "INSERT INTO inbox_marks (agent_key, low) SELECT ?, COALESCE("
+    " (SELECT d.message_id FROM deliveries d WHERE d.agent_key = ? AND d.own = 0 AND d.read_at IS NULL"
+    "  AND d.message_id >= COALESCE((SELECT i.low FROM inbox_marks i WHERE i.agent_key = ?), 0)"
+    "  ORDER BY d.message_id LIMIT 1),"
+    " (SELECT COALESCE(MAX(d.message_id), 0) + 1 FROM deliveries d WHERE d.agent_key = ?))"
+    " WHERE true ON CONFLICT (agent_key) DO UPDATE SET low = excluded.low WHERE excluded.low > inbox_marks.low"
 )
 
 
@@ -96,6 +112,34 @@ class SQLReads:
             )
             params = (world_id, chat_key(chat_id), after, limit)
         return [message_record(r) for r in self._read(sql, params)]
+
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
+    ) -> list[tuple[Message, bool]]:
+        """Deliveries to the agent with ids above `after`, oldest first (FIFO), each with whether it was read."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return []
+        if unread_only:
+            sql = (
+                f"SELECT {MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
+                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
+                " ORDER BY d.message_id LIMIT ?"
+            )
+            after = max(after, self._inbox_low(key) - 1)
+        else:
+            sql = (
+                f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
+                " JOIN messages m ON m.id = d.message_id"
+                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
+            )
+        rows = self._read(sql, (key, after, limit))
+        return [(message_record(r), bool(r[12])) for r in rows]
+
+    def _inbox_low(self, key: int) -> int:
+        """Every delivery to the agent below this message id is read (see `RAISE_INBOX_MARK`)."""
+        rows = self._read("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,))
+        return int(rows[0][0]) if rows else 0
 
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
         rows = self._read(

@@ -48,7 +48,7 @@ from recall.store.rows import (
     recipient_key,
     ts,
 )
-from recall.store.sql_reads import SQLReads
+from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
@@ -254,29 +254,6 @@ class SQLiteStore(SQLReads):
                 return
             cursor_id = rows[-1][0]
 
-    def inbox(
-        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
-    ) -> list[tuple[Message, bool]]:
-        """Deliveries to the agent with ids above `after`, oldest first (FIFO), each with whether it was read."""
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return []
-        if unread_only:
-            sql = (
-                f"SELECT {MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
-                " ORDER BY d.message_id LIMIT ?"
-            )
-            after = max(after, self._inbox_low(key) - 1)
-        else:
-            sql = (
-                f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
-                " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
-            )
-        rows = self._read(sql, (key, after, limit))
-        return [(message_record(r), bool(r[12])) for r in rows]
-
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
         key = self._agent_key(world_id, agent_id)
         if key is None:
@@ -289,29 +266,8 @@ class SQLiteStore(SQLReads):
             )
             marked = int(cursor.rowcount)
             if marked:
-                # Raise the low-water mark to the first unread delivery: the scan passes only the
-                # read rows below it, each once over the agent's life.
-                low = db.execute("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,)).fetchone()
-                row = db.execute(
-                    "SELECT message_id FROM deliveries WHERE agent_key = ? AND message_id >= ? AND own = 0"
-                    " AND read_at IS NULL ORDER BY message_id LIMIT 1",
-                    (key, low[0] if low else 0),
-                ).fetchone()
-                if row is None:
-                    row = db.execute(
-                        "SELECT COALESCE(MAX(message_id), 0) + 1 FROM deliveries WHERE agent_key = ?", (key,)
-                    ).fetchone()
-                db.execute(
-                    "INSERT INTO inbox_marks (agent_key, low) VALUES (?, ?)"
-                    " ON CONFLICT (agent_key) DO UPDATE SET low = excluded.low",
-                    (key, int(row[0])),
-                )
+                db.execute(RAISE_INBOX_MARK, (key, key, key, key))
             return marked
-
-    def _inbox_low(self, key: int) -> int:
-        """Every delivery to the agent below this message id is read."""
-        rows = self._read("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,))
-        return int(rows[0][0]) if rows else 0
 
     # -- turn counters --------------------------------------------------------------------
 
