@@ -154,5 +154,5 @@ def test_sixty_unanswered_mentions_give_a_context_within_the_budget(world: World
 
 def test_the_system_prompt_and_the_trigger_alone_may_still_be_too_big(world: World) -> None:
     world.post_many([PostRequest("maria", f"@agent-b request {i}") for i in range(1, 61)])
-    with pytest.raises(BudgetExceededError, match="the system prompt and the triggering message"):
+    with pytest.raises(BudgetExceededError, match="the system prompt and the triggering incoming message"):
         world.agent("agent-b").context(max_tokens=15)

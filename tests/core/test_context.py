@@ -661,7 +661,11 @@ def test_older_new_messages_are_compressed_like_history() -> None:
 
     ctx = build("agent-b", memory, max_tokens=budget, summarizer=summarizer)
     assert summarizer.calls == [list(range(1, 55))]
-    assert contents(ctx) == [PROMPT, summary, *(f"@agent-b request number {i}: please check order {1000 + i}." for i in range(55, 61))]
+    assert contents(ctx) == [
+        PROMPT,
+        summary,
+        *(f"@agent-b request number {i}: please check order {1000 + i}." for i in range(55, 61)),
+    ]
     assert [m.section for m in ctx.messages] == ["system_prompt", "summary", *["incoming"] * 6]
     assert status(ctx) == {i: "compressed" for i in range(1, 55)} | {i: "incoming" for i in range(55, 61)}
     assert ctx.report.incoming_count == 6
@@ -697,4 +701,4 @@ def test_only_the_system_prompt_and_the_trigger_can_exceed_the_budget() -> None:
     with pytest.raises(BudgetExceededError) as err:
         build("agent-b", memory, max_tokens=fixed - 1)
     assert (err.value.needed, err.value.budget) == (fixed, fixed - 1)
-    assert "the system prompt and the triggering message" in str(err.value)
+    assert "the system prompt and the triggering incoming message" in str(err.value)

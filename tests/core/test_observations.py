@@ -11,8 +11,8 @@ from recall.core.observations import (
     Observation,
     observation_from_dict,
     observation_to_dict,
-    render_block,
     render_action,
+    render_block,
     render_heard,
     render_observation,
 )
