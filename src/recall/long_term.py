@@ -16,6 +16,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from recall.core.context import ContextBlock
+from recall.core.escaping import escape
 from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
 from recall.core.extraction import FactChanges
 from recall.core.facts import (
@@ -560,7 +561,7 @@ class LongTermMemory:
             notes = self.store.list_notes(world.id, owners, minimum, limit)
         if not notes:
             return ContextBlock("long_term", "")
-        lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {_one_line(n.content)}" for n in notes)]
+        lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]
         items = tuple({"kind": "memory", "id": n.id, "importance": n.importance} for n in notes)
         return ContextBlock("long_term", "\n".join(lines), items)
 
@@ -588,7 +589,7 @@ class LongTermMemory:
         ][:limit]
         if not picked:
             return ContextBlock("similar", "")
-        lines = [SIMILAR_HEADER, *(f"- [{_day(h.created_at)}] {_one_line(h.text)}" for h in picked)]
+        lines = [SIMILAR_HEADER, *(f"- [{_day(h.created_at)}] {escape(_one_line(h.text))}" for h in picked)]
         items = tuple({"kind": "message", "id": h.source_id, "similarity": round(h.similarity or 0, 4)} for h in picked)
         return ContextBlock("similar", "\n".join(lines), items)
 

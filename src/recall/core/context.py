@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from recall.core.escaping import escape
 from recall.core.models import AgentProfile, Message
 from recall.core.routing import context_verdict, is_own
 from recall.core.tokens import REPLY_PRIMING, TokenCounter
@@ -23,7 +24,11 @@ SECTIONS = ("system_prompt", "memory", "long_term", "similar", "observations", "
 
 
 #: Sections filled from context blocks (system messages between the prompt and the history).
+#: A caller's block may have a name of its own; it is reported under that name.
 BLOCK_SECTIONS = ("memory", "long_term", "similar", "observations")
+
+#: Sections of messages, not blocks: no block may take these names.
+MESSAGE_SECTIONS = ("system_prompt", "summary", "history", "incoming")
 
 
 class Summarizer(Protocol):
@@ -35,7 +40,12 @@ class Summarizer(Protocol):
 
 @dataclass(frozen=True)
 class ContextBlock:
-    """A system-role context message placed between the system prompt and the history."""
+    """A system-role context message placed between the system prompt and the history.
+
+    `section` names it in the report: one of `BLOCK_SECTIONS` or a name of the caller's own
+    (`rules`), never one of `MESSAGE_SECTIONS`. `content` is placed as given: recall escapes
+    the stored text in the blocks it builds (spec §4); a caller's own block is the caller's text,
+    so stored text put into one should go through `recall.core.escaping.escape`."""
 
     section: str
     content: str
@@ -74,7 +84,7 @@ class ReportItem:
         d: dict[str, Any] = {"kind": self.kind, "id": self.id, "included": self.included}
         if self.sender is not None:
             d["sender"] = self.sender
-        if self.kind == "message" and self.section not in BLOCK_SECTIONS:
+        if self.kind == "message" and (self.section is None or self.section in MESSAGE_SECTIONS):
             d["chat_id"] = self.chat_id
         if self.score is not None:
             d.update(self.score)
@@ -255,9 +265,14 @@ def _system(req: ContextRequest, content: str, section: str) -> ContextMessage:
 
 
 def _fit_history(
-    req: ContextRequest, history: list[ContextMessage], room: int, originals: dict[int, Message]
+    req: ContextRequest,
+    history: list[ContextMessage],
+    room: int,
+    originals: dict[int, Message],
+    what: str = "history messages",
 ) -> tuple[list[ContextMessage], list[ReportItem], list[str]]:
-    """Fit the history into `room` tokens: all of it, else compressed, else its newest part."""
+    """Fit the history into `room` tokens: all of it, else compressed, else its newest part.
+    `what` names the messages in the report's notes."""
     if sum(m.tokens for m in history) <= room:
         return history, [], []
     notes: list[str] = []
@@ -265,12 +280,13 @@ def _fit_history(
         keep = history[-req.compress_keep_recent :] if req.compress_keep_recent else []
         older = history[: len(history) - len(keep)]
         text = req.summarizer.summarize([originals[m.source_id] for m in older if m.source_id is not None]).strip()
-        summary = _system(req, SUMMARY_HEADER + text, "summary")
+        # A summary is made from stored text (a model may repeat it word for word): escaped.
+        summary = _system(req, SUMMARY_HEADER + escape(text), "summary")
         if not text:
             notes.append("no summary could be made; kept the newest messages that fit instead")
         elif summary.tokens + sum(m.tokens for m in keep) <= room:
             dropped = [_excluded(originals[m.source_id], "compressed") for m in older if m.source_id is not None]
-            return [summary, *keep], dropped, [f"{len(older)} older history messages compressed into one summary"]
+            return [summary, *keep], dropped, [f"{len(older)} older {what} compressed into one summary"]
         else:
             notes.append("the summary did not fit the budget; kept the newest messages that fit instead")
     kept: list[ContextMessage] = []
@@ -283,7 +299,7 @@ def _fit_history(
     kept.reverse()
     cut = history[: len(history) - len(kept)]
     dropped = [_excluded(originals[m.source_id], "over-budget") for m in cut if m.source_id is not None]
-    notes.append(f"{len(cut)} older history messages did not fit the budget")
+    notes.append(f"{len(cut)} older {what} did not fit the budget")
     return kept, dropped, notes
 
 
@@ -296,6 +312,7 @@ def build_context(req: ContextRequest) -> Context:
     if req.max_tokens <= 0:
         raise InvalidInputError("max_tokens", f"must be a positive number of tokens, got {req.max_tokens}")
 
+    names = _section_names(req.blocks)
     scan = _scan_memory(req)
     if not scan.found_trigger:
         raise InvalidInputError(
@@ -304,15 +321,99 @@ def build_context(req: ContextRequest) -> Context:
     originals = {m.id: m for m in (*scan.history, *scan.incoming)}
 
     system = [_system(req, req.system_prompt, "system_prompt")] if req.system_prompt else []
-    incoming = [_to_context_message(req, m, "incoming") for m in scan.incoming]
-    fixed = REPLY_PRIMING + sum(m.tokens for m in (*system, *incoming))
+    incoming_all = [_to_context_message(req, m, "incoming") for m in scan.incoming]
+    history_all = [_to_context_message(req, m, "history") for m in scan.history]
+    # Only the system prompt and the triggering message (the newest incoming) are never cut.
+    trigger = incoming_all[-1:]
+    fixed = REPLY_PRIMING + sum(m.tokens for m in (*system, *trigger))
     if fixed > req.max_tokens:
-        raise BudgetExceededError(fixed, req.max_tokens, "the system prompt and the incoming message(s)")
+        raise BudgetExceededError(fixed, req.max_tokens, "the system prompt and the triggering incoming message")
 
-    # Context blocks are optional: keep them in order while they fit.
+    earlier_incoming = incoming_all[:-1]
+    notes: list[str] = []
+    if fixed + sum(m.tokens for m in earlier_incoming) <= req.max_tokens:
+        # Everything new fits: it all stays incoming; blocks, then the history, take the rest.
+        blocks, items, used = _fit_blocks(req, fixed + sum(m.tokens for m in earlier_incoming))
+        history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
+        body = [*history, *incoming_all]
+    else:
+        # More is new than the budget holds (an agent back from downtime): the older new
+        # messages are treated as history, so they are compressed or the newest that fit are
+        # kept (those stay incoming); blocks get what is left.
+        earlier = [*history_all, *earlier_incoming]
+        fitted, dropped, notes = _fit_history(req, earlier, req.max_tokens - fixed, originals, "messages")
+        blocks, items, _ = _fit_blocks(req, fixed + sum(m.tokens for m in fitted))
+        body = [*fitted, *trigger]
+        shown = sum(1 for m in fitted if m.section == "incoming")
+        notes.append(
+            f"{len(earlier_incoming) - shown} older new messages did not fit the budget as incoming "
+            "and were treated as history"
+        )
+    messages = (*system, *blocks, *body)
+
+    kept_ids = {m.source_id for m in messages if m.source_id is not None}
+    for m in (*history_all, *incoming_all):
+        if m.source_id in kept_ids:
+            source = originals[m.source_id]
+            items.append(
+                ReportItem("message", source.id, True, m.section, None, m.tokens, source.sender, source.chat_id)
+            )
+    items.extend(dropped)
+    items.extend(scan.items)
+    items.sort(key=lambda item: _report_order(item, names))
+
+    unlisted: dict[str, int] = {}
+    if req.chat_memory_total is not None and req.chat_memory_total > scan.read_in_chat:
+        unlisted["over-depth"] = req.chat_memory_total - scan.read_in_chat
+    if req.other_chat_total:
+        unlisted["other-chat"] = req.other_chat_total
+
+    sections = {name: 0 for name in names}
+    for m in messages:
+        sections[m.section] += m.tokens
+    incoming_count = sum(1 for m in messages if m.section == "incoming")
+    if scan.incoming_capped:
+        notes.append(f"more than {req.incoming_limit} new messages: the older new ones are shown as history")
+    if not incoming_count:
+        notes.append("nothing new: no message the agent would respond to since its last reply")
+    report = ContextReport(
+        agent_id=req.agent.id,
+        chat_id=req.chat_id,
+        encoding=req.counter.name,
+        budget=req.max_tokens,
+        total_tokens=REPLY_PRIMING + sum(m.tokens for m in messages),
+        sections=sections,
+        history_limit=req.history_limit,
+        context_filter=req.agent.context_filter.value,
+        incoming_count=incoming_count,
+        items=tuple(items),
+        unlisted=unlisted,
+        notes=tuple(notes),
+    )
+    return Context(messages, report)
+
+
+def _section_names(blocks: Sequence[ContextBlock]) -> list[str]:
+    """The report's sections in output order: the standard ones, and the names of the
+    caller's own blocks before `observations` (where the service places a caller's blocks)."""
+    names = list(SECTIONS)
+    for block in blocks:
+        section = block.section
+        if not isinstance(section, str) or not section.strip() or section in MESSAGE_SECTIONS:
+            raise InvalidInputError(
+                "blocks",
+                f"a block needs a name of its own, not empty and not one of {', '.join(MESSAGE_SECTIONS)}; "
+                f"got {section!r}",
+            )
+        if section not in names:
+            names.insert(names.index("observations"), section)
+    return names
+
+
+def _fit_blocks(req: ContextRequest, used: int) -> tuple[list[ContextMessage], list[ReportItem], int]:
+    """Context blocks are optional: keep them in order while they fit after `used` tokens."""
     blocks: list[ContextMessage] = []
     items: list[ReportItem] = []
-    used = fixed
     for block in req.blocks:
         if not block.content:
             continue
@@ -325,50 +426,7 @@ def build_context(req: ContextRequest) -> Context:
             ReportItem("block", block.section, fits, block.section, None if fits else "over-budget", message.tokens)
         )
         items.extend(_block_items(block, fits))
-
-    history_all = [_to_context_message(req, m, "history") for m in scan.history]
-    history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
-    messages = (*system, *blocks, *history, *incoming)
-
-    kept_ids = {m.source_id for m in messages if m.source_id is not None}
-    for m in (*history_all, *incoming):
-        if m.source_id in kept_ids:
-            source = originals[m.source_id]
-            items.append(
-                ReportItem("message", source.id, True, m.section, None, m.tokens, source.sender, source.chat_id)
-            )
-    items.extend(dropped)
-    items.extend(scan.items)
-    items.sort(key=_report_order)
-
-    unlisted: dict[str, int] = {}
-    if req.chat_memory_total is not None and req.chat_memory_total > scan.read_in_chat:
-        unlisted["over-depth"] = req.chat_memory_total - scan.read_in_chat
-    if req.other_chat_total:
-        unlisted["other-chat"] = req.other_chat_total
-
-    sections = {name: 0 for name in SECTIONS}
-    for m in messages:
-        sections[m.section] += m.tokens
-    if scan.incoming_capped:
-        notes.append(f"more than {req.incoming_limit} new messages: the older new ones are shown as history")
-    if not incoming:
-        notes.append("nothing new: no message the agent would respond to since its last reply")
-    report = ContextReport(
-        agent_id=req.agent.id,
-        chat_id=req.chat_id,
-        encoding=req.counter.name,
-        budget=req.max_tokens,
-        total_tokens=REPLY_PRIMING + sum(m.tokens for m in messages),
-        sections=sections,
-        history_limit=req.history_limit,
-        context_filter=req.agent.context_filter.value,
-        incoming_count=len(incoming),
-        items=tuple(items),
-        unlisted=unlisted,
-        notes=tuple(notes),
-    )
-    return Context(messages, report)
+    return blocks, items, used
 
 
 def _block_items(block: ContextBlock, block_fits: bool) -> list[ReportItem]:
@@ -385,9 +443,9 @@ def _block_items(block: ContextBlock, block_fits: bool) -> list[ReportItem]:
     return out
 
 
-def _report_order(item: ReportItem) -> tuple[int, int]:
+def _report_order(item: ReportItem, names: Sequence[str]) -> tuple[int, int]:
     """Blocks first in their order, each followed by its candidates; then messages oldest first."""
-    if item.kind == "block" or item.section in BLOCK_SECTIONS:
+    if item.kind == "block" or (item.section is not None and item.section not in MESSAGE_SECTIONS):
         section = str(item.id) if item.kind == "block" else str(item.section)
-        return (0, 2 * (SECTIONS.index(section) if section in SECTIONS else len(SECTIONS)) + (item.kind != "block"))
+        return (0, 2 * (names.index(section) if section in names else len(names)) + (item.kind != "block"))
     return (1, int(item.id) if isinstance(item.id, int) else 0)

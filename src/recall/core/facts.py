@@ -7,12 +7,12 @@ between each fact and the recent conversation, blended with the fact's confidenc
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from recall.core.escaping import escape
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
 from recall.errors import NUL_MESSAGE, InvalidInputError
@@ -204,11 +204,6 @@ def _tfidf_similarities(documents: Sequence[str], query: str) -> list[float] | N
 
 
 # -- the injected block --------------------------------------------------------------------
-
-
-def escape(text: str) -> str:
-    """No stored text can open or close a tag inside `<memory>`: `<`, `>` and `&` are escaped."""
-    return html.escape(text, quote=False)
 
 
 def fact_line(fact: Fact) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recall.core.escaping import escape
 from recall.errors import InvalidInputError
 
 Point = tuple[float, float]
@@ -106,7 +107,10 @@ def render_heard(time: float, speaker: str, text: str) -> str:
 
 
 def render_block(past: Sequence[Observation], actions: Sequence[Action], current: Observation | None = None) -> str:
-    """The observations context message; empty when there is nothing to say."""
+    """The observations context message; empty when there is nothing to say.
+
+    Escaped as a whole: our own words here hold no `<`, `>` or `&`, so this escapes exactly
+    the stored text (notes, names, kinds, utterances, descriptions) and nothing else."""
     parts: list[str] = []
     if current is not None:
         parts.append("Current observation: " + render_observation(current, current=True))
@@ -114,7 +118,7 @@ def render_block(past: Sequence[Observation], actions: Sequence[Action], current
         parts.append("Earlier observations:\n" + "\n".join(f"- {render_observation(o, current=False)}" for o in past))
     if actions:
         parts.append("My recent actions:\n" + "\n".join(f"- {render_action(a)}" for a in actions))
-    return "\n\n".join(parts)
+    return escape("\n\n".join(parts))
 
 
 def observation_to_dict(o: Observation) -> dict[str, Any]:
