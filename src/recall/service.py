@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, ContextRequest, Summarizer, build_context
@@ -58,6 +58,7 @@ DEFAULT_SESSION = "default"
 MAX_MEMORY_KEY = 200
 MAX_MEMORY_VALUE = 65_536
 MAX_MEMORY_TTL = 10 * 365 * 24 * 3600
+_V = TypeVar("_V")
 
 
 def _check_id(field: str, value: object) -> str:
@@ -212,6 +213,11 @@ class RecallService:
         self._worlds: dict[str, WorldRecord] = {}
         self._rosters: dict[str, Roster] = {}
         self._store_version: int | None = None
+        # Servers call the service from many threads: a read that began before a drop must not
+        # put what it read back into the cache, so each drop bumps the generation, and a read
+        # is cached only if the generation it started in is still current.
+        self._cache_lock = threading.Lock()
+        self._generation = 0
         #: Facts, notes, search and the context blocks built from them.
         index, indexer = open_search_index(store, self.settings)
         self.long_term = LongTermMemory(
@@ -235,9 +241,24 @@ class RecallService:
     def _drop_stale_caches(self) -> None:
         version = self.store.change_version()
         if version != self._store_version:
-            self._worlds.clear()
-            self._rosters.clear()
+            self._drop_caches()
             self._store_version = version
+
+    def _drop_caches(self, world_key: str | None = None) -> None:
+        """Forget the cached roster of one world, or every cached world and roster."""
+        with self._cache_lock:
+            self._generation += 1
+            if world_key is not None:
+                self._rosters.pop(world_key, None)
+            else:
+                self._worlds.clear()
+                self._rosters.clear()
+
+    def _cache(self, cache: dict[str, _V], key: str, value: _V, generation: int) -> _V:
+        with self._cache_lock:
+            if generation == self._generation:
+                cache[key] = value
+        return value
 
     # -- worlds ---------------------------------------------------------------------------
 
@@ -259,10 +280,11 @@ class RecallService:
         self._drop_stale_caches()
         world = self._worlds.get(world_id.lower())
         if world is None:
+            generation = self._generation
             world = self.store.get_world(world_id)
             if world is None:
                 raise UnknownWorldError(world_id)
-            self._worlds[world_id.lower()] = world
+            self._cache(self._worlds, world_id.lower(), world, generation)
         return world
 
     def roster(self, world_id: str) -> Roster:
@@ -270,7 +292,9 @@ class RecallService:
         world = self.get_world(world_id)
         roster = self._rosters.get(world.id.lower())
         if roster is None:
-            roster = self._rosters[world.id.lower()] = Roster(self.store.list_participants(world.id))
+            generation = self._generation
+            people = self.store.list_participants(world.id)
+            roster = self._cache(self._rosters, world.id.lower(), Roster(people), generation)
         return roster
 
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
@@ -292,8 +316,11 @@ class RecallService:
         if existing is not None:
             raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
         record = ParticipantRecord(world.id, participant_id, kind, datetime.now(UTC), profile)
-        self._rosters.pop(world.id.lower(), None)
-        return self.store.add_participant(record)
+        try:
+            return self.store.add_participant(record)
+        finally:
+            # After the write: a roster read before it commits is then not cached.
+            self._drop_caches(world.id.lower())
 
     def add_agent(self, world_id: str, agent_id: str, **settings: Any) -> AgentProfile:
         profile = _validate_profile(agent_id, settings)

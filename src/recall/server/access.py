@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Annotated, Protocol
@@ -83,6 +84,8 @@ class RateLimiter:
         self.shared = shared
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self.rejected = 0
+        # Requests are handled in worker threads: a bucket's read-and-update must not interleave.
+        self._lock = threading.Lock()
 
     def hit(self, world_id: str, agent_id: str, now: float | None = None) -> None:
         if self.per_minute <= 0:
@@ -90,19 +93,21 @@ class RateLimiter:
         if self.shared is not None:
             wait = self.shared.rate_hit(world_id, agent_id, self.per_minute, time.time() if now is None else now)
             if wait is not None:
-                self.rejected += 1
+                with self._lock:
+                    self.rejected += 1
                 raise RateLimitedError(max(1, math.ceil(wait)))
             return
-        now = time.monotonic() if now is None else now
         rate = self.per_minute / 60.0
         key = (world_id.lower(), agent_id.lower())
-        tokens, last = self._buckets.get(key, (float(self.per_minute), now))
-        tokens = min(float(self.per_minute), tokens + (now - last) * rate)
-        if tokens < 1.0:
-            self._buckets[key] = (tokens, now)
-            self.rejected += 1
-            raise RateLimitedError(max(1, math.ceil((1.0 - tokens) / rate)))
-        self._buckets[key] = (tokens - 1.0, now)
+        with self._lock:
+            now = time.monotonic() if now is None else now
+            tokens, last = self._buckets.get(key, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
+            if tokens < 1.0:
+                self._buckets[key] = (tokens, now)
+                self.rejected += 1
+                raise RateLimitedError(max(1, math.ceil((1.0 - tokens) / rate)))
+            self._buckets[key] = (tokens - 1.0, now)
 
 
 def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:

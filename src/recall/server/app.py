@@ -1,8 +1,11 @@
 """The REST API under `/v1` (spec §6), on the same service as the Python API and the CLI.
 
-Handlers are thin: check who is calling, call the service, shape the JSON. The store is
-embedded and fast, so handlers call it directly on the event loop; only waiting checks
-sleep, on futures that posts wake (see `inbox.py`).
+Handlers are thin: check who is calling, call the service, shape the JSON. Nothing that
+reads the store or calls a model runs on the event loop: handlers that do not wait are plain
+functions, which FastAPI runs in its worker threads, and the few that wait (posts, which join
+a group commit, and inbox checks, which long-poll) are async and send each store call to a
+worker thread, so a slow query or a context waiting on a model never delays the others.
+Waiting checks sleep on futures that posts wake (see `inbox.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+from anyio import to_thread
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -164,11 +168,9 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         state.limiter.hit(record.id, profile.id)
         return record.id, profile.id
 
-    def posted(message: Message) -> dict[str, Any]:
+    def posted(message: Message, delivered: tuple[str, ...]) -> dict[str, Any]:
         state.notifier.notify(message.world_id, message)
-        delivered = service.recipients(message)
-        state.metrics.messages_posted += 1
-        state.metrics.deliveries += len(delivered)
+        state.metrics.observe_post(len(delivered))
         return {**message.to_dict(), "delivered_to": list(delivered)}
 
     # -- health and metrics -------------------------------------------------------------------
@@ -178,7 +180,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["ops"], summary="The store is reachable and its migrations are current")
-    async def readyz() -> JSONResponse:
+    def readyz() -> JSONResponse:
         try:
             service.store.schema_version()
         except Exception as exc:  # noqa: BLE001 - any store failure means not ready
@@ -197,18 +199,18 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     # -- worlds and participants ----------------------------------------------------------------
 
     @app.post("/v1/worlds", status_code=201, tags=["worlds"], summary="Create a world")
-    async def create_world(body: schemas.WorldIn, who: Caller) -> dict[str, Any]:
+    def create_world(body: schemas.WorldIn, who: Caller) -> dict[str, Any]:
         who.require_admin("create worlds")
         record = service.create_world(body.id, body.name, body.turn_limit, tenant=who.tenant)
         return _world_json(record)
 
     @app.get("/v1/worlds", tags=["worlds"], summary="List the caller's worlds")
-    async def list_worlds(who: Caller) -> dict[str, Any]:
+    def list_worlds(who: Caller) -> dict[str, Any]:
         worlds = service.list_worlds(tenant=who.tenant if state.keys.enabled else None)
         return {"worlds": [_world_json(w) for w in worlds]}
 
     @app.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
-    async def get_world(world: str, who: Caller) -> dict[str, Any]:
+    def get_world(world: str, who: Caller) -> dict[str, Any]:
         record = world_of(world, who)
         people = service.participants(record.id)
         return {
@@ -219,7 +221,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         }
 
     @app.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
-    async def add_agent(world: str, body: schemas.AgentIn, who: Caller) -> dict[str, Any]:
+    def add_agent(world: str, body: schemas.AgentIn, who: Caller) -> dict[str, Any]:
         who.require_admin("register agents")
         record = world_of(world, who)
         settings = body.model_dump(exclude={"id"})
@@ -227,7 +229,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return {"world_id": record.id, "id": profile.id, "kind": "agent", **settings}
 
     @app.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
-    async def add_human(world: str, body: schemas.HumanIn, who: Caller) -> dict[str, Any]:
+    def add_human(world: str, body: schemas.HumanIn, who: Caller) -> dict[str, Any]:
         who.require_admin("register humans")
         record = world_of(world, who)
         human = service.add_human(record.id, body.id)
@@ -237,7 +239,6 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     @app.post("/v1/worlds/{world}/messages", status_code=201, tags=["messages"], summary="Post a message")
     async def post_message(world: str, body: schemas.MessageIn, who: Caller) -> JSONResponse:
-        record = world_of(world, who)
         if who.agent is not None:
             who.require_agent(body.sender)
         request = PostRequest(
@@ -250,10 +251,11 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             body.idempotency_key,
             body.metadata,
         )
-        return JSONResponse(posted(await state.writer.post(record.id, request)), status_code=201)
+        message, delivered = await state.writer.post(world, request, check=lambda: world_of(world, who))
+        return JSONResponse(posted(message, delivered), status_code=201)
 
     @app.get("/v1/worlds/{world}/messages", tags=["messages"], summary="A chat's messages, oldest first")
-    async def list_messages(
+    def list_messages(
         world: str,
         who: Caller,
         chat_id: Annotated[str | None, Query(max_length=64)] = None,
@@ -277,7 +279,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return {**message.to_dict(), "delivered_to": list(delivered), "would_respond": responders}
 
     @app.get("/v1/worlds/{world}/agents/{agent}/deliveries", tags=["agents"], summary="What the agent was sent")
-    async def deliveries(
+    def deliveries(
         world: str,
         agent: str,
         who: Caller,
@@ -308,7 +310,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         chat_id: Annotated[str | None, Query(max_length=64)] = None,
         refresh: Annotated[bool, Query(description="send the whole context again")] = False,
     ) -> JSONResponse:
-        world_id, agent_id = agent_of(world, agent, who)
+        world_id, agent_id = await to_thread.run_sync(agent_of, world, agent, who)
 
         def check(only_with_mentions: bool) -> CheckResult:
             return service.check(
@@ -325,9 +327,9 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             )
 
         if not wait:
-            result: CheckResult | None = check(False)
+            result: CheckResult | None = await to_thread.run_sync(check, False)
         else:
-            state.metrics.waiting_checks += 1
+            state.metrics.observe_waiting_check()
             result = await wait_for_mentions(
                 state.notifier, world_id, agent_id, lambda: check(True), timeout, _disconnected(request)
             )
@@ -336,18 +338,18 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return JSONResponse(result.to_dict())
 
     @app.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", tags=["agents"], summary="Mark messages read")
-    async def ack(world: str, agent: str, body: schemas.AckIn, who: Caller) -> dict[str, int]:
+    def ack(world: str, agent: str, body: schemas.AckIn, who: Caller) -> dict[str, int]:
         world_id, agent_id = agent_of(world, agent, who)
         return {"acknowledged": service.ack(world_id, agent_id, body.ids)}
 
     @app.post("/v1/worlds/{world}/agents/{agent}/send", status_code=201, tags=["agents"], summary="Post as the agent")
     async def send(world: str, agent: str, body: schemas.SendIn, who: Caller) -> dict[str, Any]:
-        world_id, agent_id = agent_of(world, agent, who)
+        world_id, agent_id = await to_thread.run_sync(agent_of, world, agent, who)
         request = PostRequest(
             agent_id, body.content, body.chat_id, None, body.parent_id, None, body.idempotency_key, body.metadata
         )
-        message = await state.writer.post(world_id, request)
-        out = posted(message)
+        message, delivered = await state.writer.post(world_id, request)
+        out = posted(message, delivered)
         return {
             "message_id": message.id,
             "timestamp": message.created_at.isoformat(),
@@ -358,7 +360,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         }
 
     @app.post("/v1/worlds/{world}/agents/{agent}/decide", tags=["agents"], summary="Would the agent answer now?")
-    async def decide(world: str, agent: str, body: schemas.DecideIn, who: Caller) -> dict[str, Any]:
+    def decide(world: str, agent: str, body: schemas.DecideIn, who: Caller) -> dict[str, Any]:
         """The live decision for one message, turn limit included (spec §2): a human or world
         message resets the agent's turn counter. When the limit stops the agent, `notice` is
         the text it posts instead of answering."""
@@ -373,13 +375,13 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         }
 
     @app.post("/v1/worlds/{world}/agents/{agent}/llm-calls", tags=["agents"], summary="Count one LLM call")
-    async def llm_call(world: str, agent: str, who: Caller) -> dict[str, Any]:
+    def llm_call(world: str, agent: str, who: Caller) -> dict[str, Any]:
         """Count one model call of the agent against its turn limit; the new count."""
         world_id, agent_id = agent_of(world, agent, who)
         return {"turn_count": service.record_llm_call(world_id, agent_id)}
 
     @app.post("/v1/worlds/{world}/agents/{agent}/context", tags=["agents"], summary="Build the agent's context")
-    async def context(world: str, agent: str, body: schemas.ContextIn, who: Caller) -> dict[str, Any]:
+    def context(world: str, agent: str, body: schemas.ContextIn, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
         ctx = service.build_context(
             world_id,
@@ -400,13 +402,13 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     # -- observations and actions ---------------------------------------------------------------
 
     @app.post("/v1/worlds/{world}/agents/{agent}/observations", status_code=201, tags=["agents"])
-    async def observe(world: str, agent: str, body: schemas.ObservationIn, who: Caller) -> dict[str, int]:
+    def observe(world: str, agent: str, body: schemas.ObservationIn, who: Caller) -> dict[str, int]:
         """Store what the agent perceives (simulations); shown in its context in the first person."""
         world_id, agent_id = agent_of(world, agent, who)
         return {"id": service.observe(world_id, agent_id, body.model_dump())}
 
     @app.post("/v1/worlds/{world}/agents/{agent}/actions", status_code=201, tags=["agents"])
-    async def act(world: str, agent: str, body: schemas.ActionIn, who: Caller) -> dict[str, int]:
+    def act(world: str, agent: str, body: schemas.ActionIn, who: Caller) -> dict[str, int]:
         """Store what the agent did (simulations)."""
         world_id, agent_id = agent_of(world, agent, who)
         return {"id": service.act(world_id, agent_id, body.model_dump())}
@@ -414,22 +416,22 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     # -- the agent's private key-value memory ---------------------------------------------------
 
     @app.get("/v1/worlds/{world}/agents/{agent}/memory", tags=["memory"], summary="Everything the agent remembers")
-    async def list_memory(world: str, agent: str, who: Caller) -> dict[str, Any]:
+    def list_memory(world: str, agent: str, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
         return {"items": [item.to_dict() for item in service.memories(world_id, agent_id)]}
 
     @app.put("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Remember a value")
-    async def remember(world: str, agent: str, key: str, body: schemas.MemoryIn, who: Caller) -> dict[str, Any]:
+    def remember(world: str, agent: str, key: str, body: schemas.MemoryIn, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
         return service.remember(world_id, agent_id, key, body.value, body.ttl).to_dict()
 
     @app.get("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Recall a value")
-    async def recall_value(world: str, agent: str, key: str, who: Caller) -> dict[str, Any]:
+    def recall_value(world: str, agent: str, key: str, who: Caller) -> dict[str, Any]:
         world_id, agent_id = agent_of(world, agent, who)
         return service.recall_memory(world_id, agent_id, key).to_dict()
 
     @app.delete("/v1/worlds/{world}/agents/{agent}/memory/{key}", tags=["memory"], summary="Forget a value")
-    async def forget(world: str, agent: str, key: str, who: Caller) -> dict[str, bool]:
+    def forget(world: str, agent: str, key: str, who: Caller) -> dict[str, bool]:
         world_id, agent_id = agent_of(world, agent, who)
         return {"forgotten": service.forget(world_id, agent_id, key)}
 

@@ -3,7 +3,9 @@
 Waiters are futures in the server's event loop, keyed by world and agent, so a thousand of
 them cost a thousand small objects. A post wakes only the waiting agents that would respond
 to it (the pure routing rule, no store read), so a message to one agent among a thousand
-waiting wakes one check; each woken check reads the store again.
+waiting wakes one check; each woken check reads the store again, in a worker thread, so a
+slow read never holds the loop. `notify` may be called from any thread: off the loop it
+hands the wake-up to the loop, which alone touches the waiters.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from anyio import to_thread
 
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
@@ -20,10 +25,13 @@ from recall.core.routing import would_respond
 class Notifier:
     def __init__(self) -> None:
         self._waiters: dict[str, dict[str, set[asyncio.Future[None]]]] = defaultdict(lambda: defaultdict(set))
+        #: The loop the waiters live in (set by the first subscriber).
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.wakeups = 0
 
     def subscribe(self, world_id: str, agent_id: str) -> asyncio.Future[None]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = self._loop.create_future()
         self._waiters[world_id.lower()][agent_id.lower()].add(future)
         return future
 
@@ -41,7 +49,22 @@ class Notifier:
 
     def notify(self, world_id: str, message: Message | None = None) -> None:
         """Wake the world's waiters that would respond to `message`; all of them when None
-        (a change made elsewhere, e.g. by another process)."""
+        (a change made elsewhere, e.g. by another process). Safe from any thread."""
+        loop = self._loop
+        if loop is None:
+            return  # nobody has ever waited
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            self._wake(world_id, message)
+            return
+        # Futures are not thread-safe: only their loop may resolve them.
+        with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(self._wake, world_id, message)
+
+    def _wake(self, world_id: str, message: Message | None) -> None:
         world = self._waiters.get(world_id.lower())
         if not world:
             return
@@ -67,8 +90,9 @@ async def wait_for_mentions(
 ) -> CheckResult | None:
     """Run `check` until it finds new mentions or `timeout` passes (then None).
 
-    Subscribes before each check, so a post between the check and the sleep still wakes it.
-    Returns None early too when `disconnected` completes (the client went away).
+    `check` reads the store, so it runs in a worker thread. Subscribes before each check, so a
+    post between the check and the sleep still wakes it. Returns None early too when
+    `disconnected` completes (the client went away).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -77,7 +101,7 @@ async def wait_for_mentions(
         while True:
             future = notifier.subscribe(world_id, agent_id)
             try:
-                result = check()
+                result = await to_thread.run_sync(check)
                 if result.new_mentions:
                     return result
                 remaining = deadline - loop.time()

@@ -4,6 +4,9 @@ A scope in a path is `user:ID`, `world:WORLD` or `agent:WORLD/AGENT` (the slash 
 as is or as %2F). Tenants: a user scope lives in the caller's tenant; world and agent scopes
 must name a world of that tenant. A key bound to an agent reaches user and world scopes and
 its own agent scope, never another agent's; it searches and lists only what it may see.
+
+The handlers are plain functions: FastAPI runs them in worker threads, so a search that
+catches the index up or embeds its query never holds the event loop.
 """
 
 from __future__ import annotations
@@ -44,24 +47,24 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     # -- facts ------------------------------------------------------------------------------
 
     @app.get("/v1/scopes", tags=["facts"], summary="Scopes of the caller's tenant that hold facts")
-    async def list_scopes(who: Caller) -> dict[str, Any]:
+    def list_scopes(who: Caller) -> dict[str, Any]:
         who.require_admin("list every scope")
         return {"scopes": [{"scope": s, "facts": n} for s, n in memory.fact_scopes(who.tenant)]}
 
     @app.get("/v1/scopes/{scope:path}/facts/export", tags=["facts"], summary="Export a scope's facts and sections")
-    async def export_facts(scope: str, who: Caller) -> dict[str, Any]:
+    def export_facts(scope: str, who: Caller) -> dict[str, Any]:
         canonical, tenant = scope_of(scope, who)
         return memory.export_facts(canonical, tenant)
 
     @app.post("/v1/scopes/{scope:path}/facts/import", tags=["facts"], summary="Import facts (an export's JSON)")
-    async def import_facts(scope: str, body: schemas.FactsImportIn, who: Caller) -> dict[str, int]:
+    def import_facts(scope: str, body: schemas.FactsImportIn, who: Caller) -> dict[str, int]:
         canonical, tenant = scope_of(scope, who)
         data = body.model_dump(exclude={"replace"})
         data["sections"] = {k: v for k, v in data["sections"].items() if v is not None}
         return memory.import_facts(canonical, data, body.replace, tenant)
 
     @app.get("/v1/scopes/{scope:path}/facts", tags=["facts"], summary="A scope's facts and summary sections")
-    async def list_facts(scope: str, who: Caller) -> dict[str, Any]:
+    def list_facts(scope: str, who: Caller) -> dict[str, Any]:
         canonical, tenant = scope_of(scope, who)
         return {
             "scope": canonical,
@@ -70,24 +73,22 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         }
 
     @app.post("/v1/scopes/{scope:path}/facts", status_code=201, tags=["facts"], summary="Add a fact")
-    async def add_fact(scope: str, body: schemas.FactIn, who: Caller) -> dict[str, Any]:
+    def add_fact(scope: str, body: schemas.FactIn, who: Caller) -> dict[str, Any]:
         canonical, tenant = scope_of(scope, who)
         return memory.add_facts(canonical, [body.model_dump()], tenant)[0].to_dict()
 
     @app.delete("/v1/scopes/{scope:path}/facts", tags=["facts"], summary="Clear a scope: every fact and section")
-    async def clear_facts(scope: str, who: Caller) -> dict[str, int]:
+    def clear_facts(scope: str, who: Caller) -> dict[str, int]:
         canonical, tenant = scope_of(scope, who)
         return {"removed": memory.clear_facts(canonical, tenant)}
 
     @app.get("/v1/scopes/{scope:path}/facts/{fact_id}", tags=["facts"], summary="One fact")
-    async def get_fact(
-        scope: str, fact_id: Annotated[int, schemas.Field(ge=1, le=2**62)], who: Caller
-    ) -> dict[str, Any]:
+    def get_fact(scope: str, fact_id: Annotated[int, schemas.Field(ge=1, le=2**62)], who: Caller) -> dict[str, Any]:
         canonical, tenant = scope_of(scope, who)
         return memory.get_fact(canonical, fact_id, tenant).to_dict()
 
     @app.patch("/v1/scopes/{scope:path}/facts/{fact_id}", tags=["facts"], summary="Change some fields of a fact")
-    async def update_fact(
+    def update_fact(
         scope: str,
         fact_id: Annotated[int, schemas.Field(ge=1, le=2**62)],
         body: schemas.FactPatch,
@@ -98,33 +99,31 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         return memory.update_fact(canonical, fact_id, changes, tenant).to_dict()
 
     @app.delete("/v1/scopes/{scope:path}/facts/{fact_id}", tags=["facts"], summary="Delete a fact")
-    async def delete_fact(
-        scope: str, fact_id: Annotated[int, schemas.Field(ge=1, le=2**62)], who: Caller
-    ) -> dict[str, bool]:
+    def delete_fact(scope: str, fact_id: Annotated[int, schemas.Field(ge=1, le=2**62)], who: Caller) -> dict[str, bool]:
         canonical, tenant = scope_of(scope, who)
         memory.delete_fact(canonical, fact_id, tenant)
         return {"deleted": True}
 
     @app.get("/v1/scopes/{scope:path}/sections", tags=["facts"], summary="A scope's summary sections")
-    async def get_sections(scope: str, who: Caller) -> dict[str, str]:
+    def get_sections(scope: str, who: Caller) -> dict[str, str]:
         canonical, tenant = scope_of(scope, who)
         return memory.sections(canonical, tenant)
 
     @app.put("/v1/scopes/{scope:path}/sections", tags=["facts"], summary="Set sections (an empty text removes one)")
-    async def set_sections(scope: str, body: schemas.SectionsIn, who: Caller) -> dict[str, str]:
+    def set_sections(scope: str, body: schemas.SectionsIn, who: Caller) -> dict[str, str]:
         canonical, tenant = scope_of(scope, who)
         return memory.set_sections(canonical, body.model_dump(exclude_none=True), tenant)
 
     # -- long-term memories -----------------------------------------------------------------
 
     @app.post("/v1/worlds/{world}/memories", status_code=201, tags=["memories"], summary="Add a shared memory")
-    async def add_shared_note(world: str, body: schemas.NoteIn, who: Caller) -> JSONResponse:
+    def add_shared_note(world: str, body: schemas.NoteIn, who: Caller) -> JSONResponse:
         record = world_of(world, who)
         note = memory.add_note(record.id, **_note_args(body))
         return JSONResponse(note.to_dict(), status_code=201)
 
     @app.get("/v1/worlds/{world}/memories", tags=["memories"], summary="Shared memories, most important first")
-    async def list_shared_notes(
+    def list_shared_notes(
         world: str,
         who: Caller,
         min_importance: Annotated[int, Query(ge=1, le=10)] = 1,
@@ -134,7 +133,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         return {"memories": [n.to_dict() for n in memory.list_notes(record.id, None, min_importance, limit)]}
 
     @app.delete("/v1/worlds/{world}/memories/{note_id}", tags=["memories"], summary="Delete a shared memory")
-    async def delete_shared_note(
+    def delete_shared_note(
         world: str, note_id: Annotated[int, schemas.Field(ge=1, le=2**62)], who: Caller
     ) -> dict[str, bool]:
         who.require_admin("delete shared memories")
@@ -145,7 +144,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     @app.post(
         "/v1/worlds/{world}/agents/{agent}/memories", status_code=201, tags=["memories"], summary="Add a private memory"
     )
-    async def add_private_note(world: str, agent: str, body: schemas.NoteIn, who: Caller) -> JSONResponse:
+    def add_private_note(world: str, agent: str, body: schemas.NoteIn, who: Caller) -> JSONResponse:
         world_id, agent_id = agent_of(world, agent, who)
         note = memory.add_note(world_id, agent=agent_id, **_note_args(body))
         return JSONResponse(note.to_dict(), status_code=201)
@@ -153,7 +152,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     @app.get(
         "/v1/worlds/{world}/agents/{agent}/memories", tags=["memories"], summary="Shared memories and the agent's own"
     )
-    async def list_agent_notes(
+    def list_agent_notes(
         world: str,
         agent: str,
         who: Caller,
@@ -166,7 +165,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     @app.delete(
         "/v1/worlds/{world}/agents/{agent}/memories/{note_id}", tags=["memories"], summary="Delete one of its memories"
     )
-    async def delete_agent_note(
+    def delete_agent_note(
         world: str,
         agent: str,
         note_id: Annotated[int, schemas.Field(ge=1, le=2**62)],
@@ -184,7 +183,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         tags=["facts"],
         summary="Queue fact extraction from an agent's conversation (after its run)",
     )
-    async def extract(world: str, agent: str, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
+    def extract(world: str, agent: str, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
         record = world_of(world, who)
         world_id, agent_id = agent_of(world, agent, who)
         scope = None if body.scope is None else scope_of(body.scope, who)[0]
@@ -199,13 +198,13 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     # -- search -----------------------------------------------------------------------------
 
     @app.post("/v1/worlds/{world}/search", tags=["search"], summary="Search a world's messages, memories and facts")
-    async def search_world(world: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:
+    def search_world(world: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:
         who.require_admin("search a whole world (agents search through their own route)")
         record = world_of(world, who)
         return _search(record.id, record.tenant, None, body)
 
     @app.post("/v1/worlds/{world}/agents/{agent}/search", tags=["search"], summary="Search what an agent may see")
-    async def search_agent(world: str, agent: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:
+    def search_agent(world: str, agent: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:
         record = world_of(world, who)
         world_id, agent_id = agent_of(world, agent, who)
         return _search(world_id, record.tenant, agent_id, body)

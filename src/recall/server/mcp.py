@@ -3,6 +3,9 @@
 The tools call the same `RecallService` methods as the REST routes, so the two never
 disagree. Over HTTP every call is checked like a REST request (API key, tenant, agent-bound
 key, rate limit); over stdio whoever runs the command owns the store file, so there is no key.
+As with REST, nothing that reads the store or calls a model runs on the event loop: the tools
+are plain functions, which the SDK runs in worker threads, except `messages`, which may wait
+and sends each of its store calls to a worker thread.
 
 No `from __future__ import annotations` here: the SDK reads the tools' annotations at
 registration, and the argument types are built inside `build_mcp_server` (their descriptions
@@ -15,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from anyio import to_thread
 from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -167,9 +171,11 @@ def build_mcp_server(
         check returns {new_mentions, context, context_metadata}: the new messages to answer, oldest first.
         send returns {message_id, timestamp, mentions, thread_id, chat_id}."""
         with _as_tool_error():
-            world_id, agent_id = gate.enter(ctx, world, agent)
+            world_id, agent_id = await to_thread.run_sync(gate.enter, ctx, world, agent)
             if action == "send":
-                message = service.send(world_id, agent_id, content or "", chat_id, parent_id, idempotency_key)
+                message = await to_thread.run_sync(
+                    service.send, world_id, agent_id, content or "", chat_id, parent_id, idempotency_key
+                )
                 # A post wakes the waiting checks of the agents it is for (see inbox.py).
                 notifier.notify(message.world_id, message)
                 return {
@@ -195,7 +201,7 @@ def build_mcp_server(
                 )
 
             if not wait:
-                result: CheckResult | None = check(False)
+                result: CheckResult | None = await to_thread.run_sync(check, False)
             else:
                 # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
                 with _ticking(notifier, world_id, poll_interval):
@@ -203,7 +209,7 @@ def build_mcp_server(
             return (result or CheckResult(chat_id=chat_id)).to_dict()
 
     @server.tool(name="context")
-    async def context(
+    def context(
         ctx: ToolContext,
         world: World = None,
         agent: Agent = None,
@@ -245,7 +251,7 @@ def build_mcp_server(
     Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
 
     @server.tool(name="remember")
-    async def remember(
+    def remember(
         ctx: ToolContext,
         key: Key,
         value: Annotated[Any, Field(description="Any JSON value")],
@@ -259,14 +265,14 @@ def build_mcp_server(
             return service.remember(world_id, agent_id, key, value, ttl).to_dict()
 
     @server.tool(name="recall")
-    async def recall_value(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
+    def recall_value(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
         """The value the agent keeps under a key; an error when it was never set, forgotten or expired."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             return service.recall_memory(world_id, agent_id, key).to_dict()
 
     @server.tool(name="forget")
-    async def forget(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
+    def forget(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
         """Remove the agent's value under a key; {forgotten: false} when there was none."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
@@ -278,7 +284,7 @@ def build_mcp_server(
     ]
 
     @server.tool(name="facts")
-    async def facts(
+    def facts(
         ctx: ToolContext,
         action: Annotated[
             Literal["list", "add", "update", "delete", "clear", "export", "import", "set_sections"],
@@ -339,7 +345,7 @@ def build_mcp_server(
             return memory.set_sections(canonical, sections or {}, tenant)
 
     @server.tool(name="memories")
-    async def memories(
+    def memories(
         ctx: ToolContext,
         action: Annotated[Literal["add", "list", "delete"], Field(description="What to do")],
         world: World = None,
@@ -369,7 +375,7 @@ def build_mcp_server(
             return {"deleted": True}
 
     @server.tool(name="search")
-    async def search(
+    def search(
         ctx: ToolContext,
         query: Annotated[str, Field(description="What to look for", min_length=1, max_length=10_000)],
         world: World = None,

@@ -1,7 +1,12 @@
-"""Counters for `/metrics`, in the Prometheus text format (spec §6)."""
+"""Counters for `/metrics`, in the Prometheus text format (spec §6).
+
+Handlers run in worker threads, so every change and the rendering hold one lock: `+=` and
+`Counter.update` are not atomic, and a Counter must not change while it is being listed.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -22,19 +27,35 @@ class Metrics:
     context_builds: int = 0
     context_tokens: Counter[str] = field(default_factory=Counter)
     excluded: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def observe_post(self, deliveries: int) -> None:
+        with self._lock:
+            self.messages_posted += 1
+            self.deliveries += deliveries
+
+    def observe_waiting_check(self) -> None:
+        with self._lock:
+            self.waiting_checks += 1
 
     def observe_check(self, result: CheckResult) -> None:
-        self.checks += 1
-        self.mentions_returned += len(result.new_mentions)
-        self.context_messages_sent += len(result.context)
-        self.delta_checks += int(result.delta)
+        with self._lock:
+            self.checks += 1
+            self.mentions_returned += len(result.new_mentions)
+            self.context_messages_sent += len(result.context)
+            self.delta_checks += int(result.delta)
 
     def observe_context(self, report: ContextReport) -> None:
-        self.context_builds += 1
-        self.context_tokens.update(report.sections)
-        self.excluded.update(report.excluded)
+        with self._lock:
+            self.context_builds += 1
+            self.context_tokens.update(report.sections)
+            self.excluded.update(report.excluded)
 
     def render(self, *, waiting: int, rate_limited: int, extraction_queue: int = 0) -> str:
+        with self._lock:
+            return self._render(waiting, rate_limited, extraction_queue)
+
+    def _render(self, waiting: int, rate_limited: int, extraction_queue: int) -> str:
         lines: list[str] = []
 
         def metric(name: str, kind: str, help_text: str, samples: dict[str, float] | float) -> None:

@@ -1,50 +1,92 @@
 """Group commit: posts that arrive together are stored in one transaction.
 
 A transaction's cost is mostly its commit, and a message to many agents touches a page of the
-delivery index per agent; posts committed together share both. Each post is validated on its
-own first (so a bad one fails alone), then waits for the next flush, which runs as soon as
-the requests already in the event loop have had their turn.
+delivery index per agent; posts committed together share both. The posts waiting when a flush
+starts are handled in one worker thread, never on the event loop: each is checked and
+validated on its own (so a bad one fails alone), then each world's valid posts are stored in
+one transaction. While a flush runs, the posts that arrive form the next batch.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from anyio import to_thread
 
 from recall.core.models import Message
 from recall.service import PostRequest, RecallService
 from recall.store.base import NewMessage
 
+#: A stored message and the agents it was delivered to.
+Posted = tuple[Message, tuple[str, ...]]
+
+
+@dataclass
+class _Waiting:
+    world: str
+    request: PostRequest
+    check: Callable[[], object] | None
+    future: asyncio.Future[Posted]
+
 
 class PostWriter:
     def __init__(self, service: RecallService) -> None:
         self.service = service
-        self._pending: dict[str, list[tuple[NewMessage, asyncio.Future[Message]]]] = defaultdict(list)
-        self._flush_scheduled = False
+        self._pending: list[_Waiting] = []
+        #: The task flushing batches, while there are any (the reference keeps it alive).
+        self._flushing: asyncio.Task[None] | None = None
         self.transactions = 0
 
-    async def post(self, world_id: str, request: PostRequest) -> Message:
-        world, batch = self.service.prepare_posts(world_id, [request])
+    async def post(self, world_id: str, request: PostRequest, check: Callable[[], object] | None = None) -> Posted:
+        """Store one post with whatever others arrive with it; the stored message and its
+        recipients. `check` (the caller's access check, which may read the store) runs first,
+        in the worker thread."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Message] = loop.create_future()
-        self._pending[world].append((batch[0], future))
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
+        future: asyncio.Future[Posted] = loop.create_future()
+        self._pending.append(_Waiting(world_id, request, check, future))
+        if self._flushing is None:
+            # Started on the loop's next turn, so the posts already in it join the first batch.
+            self._flushing = loop.create_task(self._flush())
         return await future
 
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        pending, self._pending = self._pending, defaultdict(list)
-        for world, items in pending.items():
+    async def _flush(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                results = await to_thread.run_sync(self._store, batch)
+                for waiting, result in zip(batch, results, strict=True):
+                    if waiting.future.done():
+                        continue
+                    if isinstance(result, Exception):
+                        waiting.future.set_exception(result)
+                    else:
+                        waiting.future.set_result(result)
+        finally:
+            self._flushing = None
+
+    def _store(self, batch: list[_Waiting]) -> list[Posted | Exception]:
+        """In a worker thread: each post's outcome, the stored message or why it failed."""
+        results: list[Posted | Exception] = [RuntimeError("not stored")] * len(batch)
+        by_world: dict[str, list[tuple[int, NewMessage]]] = defaultdict(list)
+        for index, waiting in enumerate(batch):
+            try:
+                if waiting.check is not None:
+                    waiting.check()
+                world, routed = self.service.prepare_posts(waiting.world, [waiting.request])
+            except Exception as exc:  # noqa: BLE001 - the post learns why it was refused
+                results[index] = exc
+                continue
+            by_world[world].append((index, routed[0]))
+        for world, items in by_world.items():
             self.transactions += 1
             try:
-                stored = self.service.append_messages(world, [new for new, _ in items])
-            except Exception as exc:  # noqa: BLE001 - every waiting post learns why its batch failed
-                for _, future in items:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), message in zip(items, stored, strict=True):
-                if not future.done():
-                    future.set_result(message)
+                stored = self.service.append_messages(world, [new for _, new in items])
+                for (index, _), message in zip(items, stored, strict=True):
+                    results[index] = (message, self.service.recipients(message))
+            except Exception as exc:  # noqa: BLE001 - every post of the batch learns why it failed
+                for index, _ in items:
+                    results[index] = exc
+        return results
