@@ -51,6 +51,7 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import SQLReads
+from recall.store.urls import redacted_url, url_password
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
@@ -495,12 +496,3 @@ class PostgresStore(SQLReads):
             cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
             return cur.rowcount > 0
 
-
-def redacted_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}" if ":" in credentials else url
