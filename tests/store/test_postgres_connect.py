@@ -59,7 +59,9 @@ def open_failure(url: str, caplog: pytest.LogCaptureFixture) -> tuple[str, float
     with caplog.at_level(logging.DEBUG, logger="psycopg.pool"), pytest.raises(StoreOpenError) as info:
         PostgresStore(url)
     elapsed = time.monotonic() - start
-    retries = [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool") and "error" in r.getMessage()]
+    retries = [
+        r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool") and "error" in r.getMessage()
+    ]
     assert retries == []  # one direct attempt, no pool retrying
     return str(info.value), elapsed
 

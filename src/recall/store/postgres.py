@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.facts import Fact, NewFact
@@ -102,9 +102,10 @@ class PostgresStore(SQLReads):
         port or a malformed URL ends here at once with libpq's reason, instead of in the
         pool's half a minute of logged retries."""
         try:
-            params = conninfo_to_dict(self.url)
-            params.setdefault("connect_timeout", max(2, math.ceil(timeout)))
-            psycopg.connect(**params).close()
+            conninfo = self.url
+            if "connect_timeout" not in conninfo_to_dict(self.url):  # the URL's own wins
+                conninfo = make_conninfo(self.url, connect_timeout=max(2, math.ceil(timeout)))
+            psycopg.connect(conninfo).close()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())  # libpq's reasons span lines
             password = url_password(self.url)
@@ -519,4 +520,3 @@ class PostgresStore(SQLReads):
         with self._write() as cur:
             cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
             return cur.rowcount > 0
-

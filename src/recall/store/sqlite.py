@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
+from recall.errors import InvalidInputError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -33,7 +34,6 @@ from recall.store.base import (
     ParticipantRecord,
     WorldRecord,
 )
-from recall.errors import InvalidInputError
 from recall.store.rows import (
     FACT_COLUMNS,
     MEMORY_PAGE,
