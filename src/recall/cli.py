@@ -458,10 +458,18 @@ def facts_extract(
     scope: Annotated[str | None, typer.Option(help="Where the facts go (default: the newest human's user:ID).")] = None,
 ) -> None:
     """Extract facts from an agent's conversation with the configured chat model (RECALL_LLM_*),
-    now; prints what was queued and how many model calls ran."""
+    now; prints what was queued and how many model calls ran. Exit status 1 with the reason
+    when the extraction failed (model unreachable or refusing, an answer that is not JSON)."""
     with _open() as mem:
         queued = mem.world(world).agent(agent).extract(chat, scope=scope)
-        _json({**queued, "extractions": mem.flush_extraction() if queued["queued"] else 0})
+        runs = mem.service.long_term.run_extraction(None, queued["scope"]) if queued["queued"] else []
+        failed = next((run for run in runs if run.error), None)
+        if failed is not None:  # the model's or the answer's fault: a script must see it
+            err.print(
+                f"[red]error:[/] extraction for {failed.scope} failed: {escape(failed.error or '')}", highlight=False
+            )
+            raise typer.Exit(1)
+        _json({**queued, "extractions": sum(run.model_called for run in runs)})
 
 
 @app.command("index")
