@@ -20,6 +20,14 @@ from tests.store.test_locations import unwritable_place
 
 runner = CliRunner()
 
+
+@pytest.fixture(autouse=True)
+def _work_in_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative names resolve in the test's folder: even a failing run writes nothing into
+    the repository (the old code made a folder named after a Path-mangled URL there)."""
+    monkeypatch.chdir(tmp_path)
+
+
 #: Commands that need an existing store (they read it, or add to a world that must exist).
 NEEDS_A_STORE: list[list[str]] = [
     ["world", "list"],
