@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,44 @@ def test_facts_extract_with_the_configured_model(
     assert result["queued"] is True and result["extractions"] == 1
     listed = json.loads(recall(db, "facts", "list", "user:maria", "--json"))
     assert [f["content"] for f in listed["facts"]] == ["Is vegetarian"]
+
+
+def _extract_failure(db: Path, monkeypatch: pytest.MonkeyPatch, base_url: str) -> str:  # noqa: F811
+    """`facts extract` against a model at `base_url` that fails: exit 1, the reason on one
+    line, and no fact stored."""
+    monkeypatch.setenv("RECALL_LLM_MODEL", "test-model")
+    monkeypatch.setenv("RECALL_LLM_BASE_URL", base_url)
+    recall(db, "post", "w", "--sender", "maria", "I live in Lyon and I am vegetarian")
+    out = recall(db, "facts", "extract", "w", "agent-a", ok=False)
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: extraction for user:maria failed: "), out
+    assert json.loads(recall(db, "facts", "list", "user:maria", "--json"))["facts"] == []
+    return lines[0]
+
+
+def test_facts_extract_fails_when_the_model_answers_500(
+    db: Path,  # noqa: F811
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model_server.script((500, "the model crashed"), (500, "the model crashed"))
+    line = _extract_failure(db, monkeypatch, model_server.openai_url)
+    assert "HTTP 500" in line and "the model crashed" in line
+
+
+def test_facts_extract_fails_when_the_answer_is_not_json(
+    db: Path,  # noqa: F811
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model_server.script("Sure! Maria lives in Lyon.")
+    line = _extract_failure(db, monkeypatch, model_server.openai_url)
+    assert "no usable JSON object" in line and "Sure! Maria lives in Lyon." in line
+
+
+def test_facts_extract_fails_when_the_model_is_unreachable(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    line = _extract_failure(db, monkeypatch, f"http://127.0.0.1:{port}/v1")
+    assert "could not connect" in line and f"127.0.0.1:{port}" in line

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from recall import importers
@@ -26,6 +26,8 @@ from recall.api import Recall, default_db
 from recall.demo import build_demo_world
 from recall.errors import RecallError
 from recall.settings import Settings
+from recall.store.rows import StoreOpenError
+from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
 from recall.terminal import print_context
 
 app = typer.Typer(
@@ -54,12 +56,16 @@ err = Console(stderr=True, soft_wrap=True)
 
 _state: dict[str, str] = {}
 
+DB_HELP = (
+    "The store: a SQLite file or a postgresql://USER:PASSWORD@HOST/DB URL (default: $RECALL_DB, else ./recall.db)."
+)
+
 
 @app.callback()
 def main(
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Store file (default: $RECALL_DB, else ./recall.db).", show_default=False),
+        typer.Option("--db", help=DB_HELP, show_default=False),
     ] = None,
 ) -> None:
     _state["db"] = db or default_db()
@@ -67,16 +73,40 @@ def main(
 
 
 @contextmanager
-def _open() -> Iterator[Recall]:
-    """Open the store; turn recall's errors into a clear message and exit status 1."""
+def _open(*, create: bool = False) -> Iterator[Recall]:
+    """Open the store; turn recall's errors into a clear message and exit status 1. Only a
+    command that creates (`create=True`) may open a store that does not exist yet."""
     try:
+        location = _state.get("db") or default_db()
+        check_location(location, create=create)
         # A command is short-lived: no background indexer; `search` refreshes the index itself.
         settings = replace(Settings.from_env(), index_interval=0.0)
-        with Recall(_state.get("db") or default_db(), settings) as mem:
+        with Recall(location, settings) as mem:
             yield mem
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _fail(exc)
+
+
+def _fail(exc: RecallError) -> NoReturn:
+    """One line on stderr (the message is text, not markup), exit status 1."""
+    err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+    raise typer.Exit(1) from None
+
+
+def check_location(location: str, *, create: bool) -> None:
+    """Refuse a store file that does not exist (unless the command creates one), and never
+    create missing folders: a misspelt --db must not leave an empty store behind. A URL, and
+    a file that exists, are left to the store to judge."""
+    if location == ":memory:" or is_postgres_url(location) or is_collapsed_postgres_url(location):
+        return
+    path = Path(location)
+    if path.exists():
+        return
+    if not create:
+        flag = f" --db {location}" if _state.get("db_flag") == location else ""
+        raise StoreOpenError(f"no recall store at {location}: create one with `recall{flag} world create ID`")
+    if not path.parent.is_dir():
+        raise StoreOpenError(f"cannot create {location}: folder {path.parent} does not exist (create it first)")
 
 
 def _json(data: Any) -> None:
@@ -93,7 +123,7 @@ def world_create(
     turn_limit: Annotated[int | None, typer.Option(help="LLM calls per agent before a human must step in.")] = None,
 ) -> None:
     """Create a world."""
-    with _open() as mem:
+    with _open(create=True) as mem:
         created = mem.create_world(world, name=name, turn_limit=turn_limit)
         out.print(f"created world [bold]{created.id}[/]")
 
@@ -335,7 +365,7 @@ def facts_add(
     avoid: Annotated[str | None, typer.Option(help="For a correction: what to avoid.")] = None,
 ) -> None:
     """Add a fact; prints it as JSON."""
-    with _open() as mem:
+    with _open(create=True) as mem:
         _json(mem.scope(scope).add(content, category=category, confidence=confidence, avoid=avoid).to_dict())
 
 
@@ -389,7 +419,7 @@ def facts_import(
     except (OSError, json.JSONDecodeError) as exc:
         err.print(f"[red]error:[/] cannot read {file}: {exc}", highlight=False)
         raise typer.Exit(1) from None
-    with _open() as mem:
+    with _open(create=True) as mem:
         _json(mem.scope(scope).import_facts(data, replace=replace))
 
 
@@ -428,10 +458,18 @@ def facts_extract(
     scope: Annotated[str | None, typer.Option(help="Where the facts go (default: the newest human's user:ID).")] = None,
 ) -> None:
     """Extract facts from an agent's conversation with the configured chat model (RECALL_LLM_*),
-    now; prints what was queued and how many model calls ran."""
+    now; prints what was queued and how many model calls ran. Exit status 1 with the reason
+    when the extraction failed (model unreachable or refusing, an answer that is not JSON)."""
     with _open() as mem:
         queued = mem.world(world).agent(agent).extract(chat, scope=scope)
-        _json({**queued, "extractions": mem.flush_extraction() if queued["queued"] else 0})
+        runs = mem.service.long_term.run_extraction(None, queued["scope"]) if queued["queued"] else []
+        failed = next((run for run in runs if run.error), None)
+        if failed is not None:  # the model's or the answer's fault: a script must see it
+            err.print(
+                f"[red]error:[/] extraction for {failed.scope} failed: {escape(failed.error or '')}", highlight=False
+            )
+            raise typer.Exit(1)
+        _json({**queued, "extractions": sum(run.model_called for run in runs)})
 
 
 @app.command("index")
@@ -444,10 +482,11 @@ def index_command(
     from recall.index_worker import run_worker
 
     try:
-        done = run_worker(_state.get("db") or default_db(), Settings.from_env(), once=once)
+        location = _state.get("db") or default_db()
+        check_location(location, create=False)
+        done = run_worker(location, Settings.from_env(), once=once)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _fail(exc)
     except KeyboardInterrupt:
         return
     if once:
@@ -505,6 +544,8 @@ def search(
 
 @contextmanager
 def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=False) as bar:
         task = bar.add_task(label, total=total)
@@ -519,7 +560,7 @@ def import_locomo(
     ] = "agents",
 ) -> None:
     """Import a LoCoMo benchmark file: one world per conversation, real session timestamps."""
-    with _open() as mem:
+    with _open(create=True) as mem:
         conversations = importers.read_locomo(file, speakers)
         for conversation in conversations:
             with _progress(len(conversation.messages), conversation.world_id) as advance:
@@ -535,7 +576,7 @@ def import_jsonl(
     chat: Annotated[str | None, typer.Option(help="Chat for lines without a chat_id.")] = None,
 ) -> None:
     """Import OpenAI-style chat lines ({role, content, name?, created_at?, chat_id?})."""
-    with _open() as mem:
+    with _open(create=True) as mem:
         conversation = importers.read_jsonl(file, world, chat)
         with _progress(len(conversation.messages), conversation.world_id) as advance:
             stored = importers.store_conversation(mem, conversation, advance)
@@ -547,7 +588,7 @@ def import_jsonl(
 
 @app.command()
 def serve(
-    db: Annotated[str | None, typer.Option("--db", help="Store file (default: $RECALL_DB, else ./recall.db).")] = None,
+    db: Annotated[str | None, typer.Option("--db", help=DB_HELP)] = None,
     host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
     config: Annotated[Path | None, typer.Option(help="TOML config file (default: $RECALL_CONFIG).")] = None,
@@ -574,13 +615,11 @@ def serve(
             demo=demo or None,
         )
         settings.check_exposure()
+        check_location(settings.db, create=True)
         application = build_app(settings)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _fail(exc)
     auth = f"{len(settings.keys)} API key(s)" if settings.keys else "no API keys (loopback only)"
-    from recall.store.postgres import redacted_url
-
     where = redacted_url(settings.db)  # a URL's password stays out of the logs
     err.print(
         f"recall serving {where} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs"
@@ -618,10 +657,10 @@ def migrate(
     from recall.store.migrate import migrate as copy_store
 
     try:
+        check_location(source, create=False)
         copies = copy_store(source, target, lambda table, n: err.print(f"{table}: {n:,} rows", highlight=False))
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        _fail(exc)
     table = Table("table", "rows", "sha256 (both sides)", title="copied and verified")
     for copy in copies:
         table.add_row(copy.table, f"{copy.rows:,}", copy.checksum[:16] + "…")
@@ -646,19 +685,27 @@ def demo(
     """A small multi-agent world: what each agent's model would get, and the report."""
     with tempfile.TemporaryDirectory() as tmp:
         path = db or str(Path(tmp) / "demo.db")
-        if live:
-            _live_demo(path, model, base_url)
-            return
-        with Recall(path) as mem:
-            world = build_demo_world(mem)
-            out.rule(f"[bold]recall demo[/]: world {world.id!r}, store {path}")
-            out.print("The conversation everyone heard:")
-            for message in world.messages():
-                out.print(f"  [dim]#{message.id}[/] [bold]{message.sender}[/]: {message.content}", highlight=False)
-            for person in world.participants():
-                if person.kind == "agent":
-                    out.print()
-                    print_context(out, world.agent(person.id).context(), f"what {person.id}'s model gets")
+        try:
+            check_location(path, create=True)
+            if live:
+                _live_demo(path, model, base_url)
+                return
+            _demo(path)
+        except RecallError as exc:
+            _fail(exc)
+
+
+def _demo(path: str) -> None:
+    with Recall(path) as mem:
+        world = build_demo_world(mem)
+        out.rule(f"[bold]recall demo[/]: world {world.id!r}, store {path}")
+        out.print("The conversation everyone heard:")
+        for message in world.messages():
+            out.print(f"  [dim]#{message.id}[/] [bold]{message.sender}[/]: {message.content}", highlight=False)
+        for person in world.participants():
+            if person.kind == "agent":
+                out.print()
+                print_context(out, world.agent(person.id).context(), f"what {person.id}'s model gets")
 
 
 def _live_demo(path: str, model_spec: str | None, base_url: str | None) -> None:

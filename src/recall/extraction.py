@@ -8,7 +8,8 @@ one model call per thread instead of one per message.
   each run sees the facts the previous one stored.
 - A model failure or an unreadable answer changes nothing and is logged as a warning
   (logger `recall.extraction`); an exception from `load`/`apply` is logged with its traceback.
-  The queue never raises into the caller.
+  The queue never raises into the caller; `run_now` reports each run's failure to a caller
+  that waits for it (`recall facts extract`).
 - `close()` drops pending work (it does not flush): shutting down must not wait for model calls
   the user never asked for. Call `flush()` first to keep it. An extraction already running is
   allowed to finish.
@@ -43,6 +44,19 @@ EXTRACTION_MAX_TOKENS = 2000
 LoadFn = Callable[[str, str], tuple[list[Fact], dict[str, str]]]
 #: (tenant, scope, changes) → None; stores the changes
 ApplyFn = Callable[[str, str, FactChanges], None]
+
+
+@dataclass(frozen=True)
+class ExtractionRun:
+    """One extraction that was run: `error` says why it changed nothing when it failed (the
+    model unreachable or refusing, an unreadable answer, the store failing)."""
+
+    tenant: str
+    scope: str
+    thread: str
+    #: Whether the model was called (a failure to load the scope's facts comes before it).
+    model_called: bool
+    error: str | None = None
 
 
 @dataclass
@@ -113,6 +127,10 @@ class ExtractionQueue:
         """Run the pending work now (all of it, or one tenant's, or one scope's), in this
         thread; returns how many extractions ran (model calls made). Waits for a run that
         is already under way first."""
+        return sum(run.model_called for run in self.run_now(tenant, scope))
+
+    def run_now(self, tenant: str | None = None, scope: str | None = None) -> list[ExtractionRun]:
+        """`flush`, returning each run with its failure, if any."""
         with self._run_lock:
             with self._lock:
                 keys = [
@@ -168,24 +186,25 @@ class ExtractionQueue:
                 except Exception:  # never let the worker die
                     logger.exception("extraction worker: unexpected error")
 
-    def _run_jobs(self, jobs: Sequence[tuple[tuple[str, str], _Pending]]) -> int:
-        runs = 0
+    def _run_jobs(self, jobs: Sequence[tuple[tuple[str, str], _Pending]]) -> list[ExtractionRun]:
+        runs: list[ExtractionRun] = []
         for (tenant, scope), pending in jobs:
             for thread_id, messages in pending.threads.items():
-                if self._run(tenant, scope, thread_id, messages):
-                    runs += 1
+                run = self._run(tenant, scope, thread_id, messages)
+                if run is not None:
+                    runs.append(run)
         return runs
 
-    def _run(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> bool:
-        """One extraction; True when the model was called."""
+    def _run(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> ExtractionRun | None:
+        """One extraction; None when there was nothing to extract from."""
         if not usable_messages(messages):
             logger.debug("extraction for %s (thread %s): no human messages or replies; skipped", scope, thread_id)
-            return False
+            return None
         try:
             facts, sections = self._load(tenant, scope)
-        except Exception:
+        except Exception as e:
             logger.exception("extraction for %s (thread %s) could not load the scope's facts", scope, thread_id)
-            return False
+            return ExtractionRun(tenant, scope, thread_id, False, f"could not load the scope's facts: {e}")
         system, prompt = extraction_messages(messages, facts, sections)
         try:
             answer = self.model.complete(
@@ -194,10 +213,11 @@ class ExtractionQueue:
             result = parse_extraction(answer)
         except (ModelError, ExtractionParseError) as e:
             logger.warning("extraction for %s (thread %s) changed nothing: %s", scope, thread_id, e)
-            return True
-        except Exception:
+            return ExtractionRun(tenant, scope, thread_id, True, str(e))
+        except Exception as e:
             logger.exception("extraction for %s (thread %s) failed; nothing changed", scope, thread_id)
-            return True
+            return ExtractionRun(tenant, scope, thread_id, True, f"{type(e).__name__}: {e}")
+        done = ExtractionRun(tenant, scope, thread_id, True)
         changes = plan_changes(
             facts, result, self.min_confidence, self.max_facts, source=(thread_id or "extraction")[:200]
         )
@@ -205,11 +225,11 @@ class ExtractionQueue:
             logger.debug("extraction for %s skipped %r: %s", scope, content, reason)
         if changes.empty:
             logger.info("extraction for %s (thread %s): nothing to change", scope, thread_id)
-            return True
+            return done
         try:
             self._apply(tenant, scope, changes)
-        except Exception:
+        except Exception as e:
             logger.exception("extraction for %s (thread %s) could not store its changes", scope, thread_id)
-            return True
+            return ExtractionRun(tenant, scope, thread_id, True, f"could not store the changes: {e}")
         logger.info("extraction for %s (thread %s): %s", scope, thread_id, changes.summary())
-        return True
+        return done

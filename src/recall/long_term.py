@@ -33,7 +33,7 @@ from recall.core.facts import (
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
 from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
-from recall.extraction import ExtractionQueue
+from recall.extraction import ExtractionQueue, ExtractionRun
 from recall.llm.base import ChatModel
 from recall.llm.factory import chat_model_from_settings
 from recall.settings import Settings
@@ -342,6 +342,10 @@ class LongTermMemory:
     def flush_extraction(self, tenant: str | None = None, scope: str | None = None) -> int:
         """Run queued extractions now (all, one tenant's, or one scope's); the model calls made."""
         return 0 if self.extraction is None else self.extraction.flush(tenant, scope)
+
+    def run_extraction(self, tenant: str | None = None, scope: str | None = None) -> list[ExtractionRun]:
+        """`flush_extraction`, returning each run with its failure, if any."""
+        return [] if self.extraction is None else self.extraction.run_now(tenant, scope)
 
     def _apply_extraction(self, tenant: str, scope: str, changes: FactChanges) -> None:
         written = self.store.change_facts(

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from recall.core.formats import ANTHROPIC_OPENING
 from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
+
+if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
+    import anthropic
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
 JSON_INSTRUCTION = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -28,6 +29,8 @@ class AnthropicModel(HostedModel):
     provider = "anthropic"
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        import anthropic
+
         return anthropic.Anthropic(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def complete(
@@ -74,12 +77,16 @@ class AnthropicModel(HostedModel):
         return ModelReply(text, calls)
 
     def _create(self, params: dict[str, Any]) -> Any:
+        import anthropic  # loaded already by the client
+
         try:
             return self._client.messages.create(**params)
         except anthropic.AnthropicError as e:
             raise self._error(e) from e
 
     def _error(self, e: anthropic.AnthropicError) -> ModelError:
+        import anthropic
+
         url = str(self._client.base_url)
         if isinstance(e, anthropic.APIStatusError):
             problem = f"{status_hint(e.status_code)}; the endpoint said: {_short(e.message)}"

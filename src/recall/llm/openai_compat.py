@@ -9,11 +9,12 @@ logged failure to a long stall.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+
+if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
+    import openai
 
 
 class OpenAICompatibleModel(HostedModel):
@@ -22,6 +23,8 @@ class OpenAICompatibleModel(HostedModel):
     provider = "openai"
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        import openai
+
         return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def complete(
@@ -72,6 +75,8 @@ class OpenAICompatibleModel(HostedModel):
         # Newer OpenAI models reject `max_tokens` (they want `max_completion_tokens`) and a
         # non-default temperature; other servers may not know `max_completion_tokens`. Start
         # with the widely supported form and adapt once per rejected parameter.
+        import openai  # loaded already by the client
+
         for _ in range(3):
             try:
                 response = self._client.chat.completions.create(**params)
@@ -87,6 +92,8 @@ class OpenAICompatibleModel(HostedModel):
         raise ModelError(self.provider, self.model, "the endpoint kept rejecting the request", base_url=self.base_url)
 
     def _error(self, e: openai.OpenAIError) -> ModelError:
+        import openai
+
         if isinstance(e, openai.APIStatusError):
             problem = f"{status_hint(e.status_code)}; the endpoint said: {_short(e.message)}"
             return ModelError(self.provider, self.model, problem, status=e.status_code, base_url=self._url())

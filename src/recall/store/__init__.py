@@ -1,11 +1,17 @@
 """Storage: one protocol (`base.Store`), an embedded SQLite implementation and PostgreSQL."""
 
-from recall.retrieval.embeddings import embedder_for
-from recall.retrieval.indexer import BackgroundIndexer
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from recall.settings import Settings
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import SQLiteStore
-from recall.store.sqlite_search import SQLiteSearchIndex
+from recall.store.urls import is_postgres_url
+
+if TYPE_CHECKING:  # the search stack (numpy, the embedder) loads when a store opens its index
+    from recall.retrieval.indexer import BackgroundIndexer
+    from recall.store.sqlite_search import SQLiteSearchIndex
 
 __all__ = [
     "NewMessage",
@@ -17,11 +23,6 @@ __all__ = [
     "open_search_index",
     "open_store",
 ]
-
-
-def is_postgres_url(location: str) -> bool:
-    """Whether a store location names a PostgreSQL database (else it is a SQLite file)."""
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 def open_store(location: str) -> Store:
@@ -37,6 +38,10 @@ def open_search_index(store: Store, settings: Settings) -> tuple[SQLiteSearchInd
     """The search index of a store, with the embedder the settings name, and its background
     indexer (started) unless `settings.index_interval` is 0. (None, None) for a store
     without one."""
+    from recall.retrieval.embeddings import embedder_for
+    from recall.retrieval.indexer import BackgroundIndexer
+    from recall.store.sqlite_search import SQLiteSearchIndex
+
     embedder = embedder_for(settings.embeddings)
     index: SQLiteSearchIndex
     if isinstance(store, SQLiteStore):

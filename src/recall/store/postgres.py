@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,11 +20,11 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
-from recall.errors import RecallError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -40,6 +41,7 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
+    StoreOpenError,
     StoreVersionError,
     chat_key,
     fact_record,
@@ -51,12 +53,15 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
+from recall.store.urls import redacted_url, url_password
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
 _MIGRATION_LOCK = 7_311_000
 #: Connections per process.
 POOL_SIZE = 8
+#: Seconds the first, direct connection may take (libpq's least is 2), unless the URL says.
+PROBE_TIMEOUT = 5
 #: The channel posts are announced on, so servers on other machines wake their long polls.
 NOTIFY_CHANNEL = "recall_messages"
 #: Message ids one announcement names at most (a NOTIFY payload is limited to 8000 bytes);
@@ -76,16 +81,37 @@ class PostgresStore(SQLReads):
         self._keys: dict[tuple[str, str], int] = {}
         #: Names this process in its own announcements, so its listener skips them.
         self.token = uuid.uuid4().hex
+        self._probe(min(PROBE_TIMEOUT, connect_timeout))
         self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout)
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
             self._pool.close()
-            raise RecallError(
+            raise StoreOpenError(
                 f"cannot connect to PostgreSQL at {self.path} within {connect_timeout:g} s: is the server up,"
                 " and are the host, port, database and credentials right?"
             ) from exc
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()  # a store that failed to open leaves no connection behind
+            raise
+
+    def _probe(self, timeout: float) -> None:
+        """One direct connection before the pool: a wrong password, an unknown host, a refused
+        port or a malformed URL ends here at once with libpq's reason, instead of in the
+        pool's half a minute of logged retries."""
+        try:
+            conninfo = self.url
+            if "connect_timeout" not in conninfo_to_dict(self.url):  # the URL's own wins
+                conninfo = make_conninfo(self.url, connect_timeout=max(2, math.ceil(timeout)))
+            psycopg.connect(conninfo).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())  # libpq's reasons span lines
+            password = url_password(self.url)
+            if password:
+                reason = reason.replace(password, "***")
+            raise StoreOpenError(f"cannot connect to PostgreSQL at {self.path}: {reason}") from None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -482,13 +508,3 @@ class PostgresStore(SQLReads):
         with self._write() as cur:
             cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
             return cur.rowcount > 0
-
-
-def redacted_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    scheme, sep, rest = url.partition("://")
-    if "@" not in rest:
-        return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}" if ":" in credentials else url

@@ -27,6 +27,11 @@ class StoreVersionError(RecallError):
     """The database was written by a newer recall than this one."""
 
 
+class StoreOpenError(RecallError):
+    """The store cannot be opened: a folder, an unwritable place, a file that is not a
+    recall store, a PostgreSQL server that cannot be reached or refuses the login."""
+
+
 def ts(at: datetime) -> float:
     """Epoch seconds: how both stores keep times."""
     return at.timestamp()

@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
+from recall.errors import InvalidInputError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -38,6 +39,7 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
+    StoreOpenError,
     StoreVersionError,
     chat_key,
     fact_record,
@@ -50,29 +52,76 @@ from recall.store.rows import (
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
+from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 _IN_CHUNK = 500
 
 
+def _refuse_url(path: str) -> None:
+    """A PostgreSQL URL is never a file name: opened as one, it would create a folder named
+    after the URL, password included."""
+    if is_postgres_url(path):
+        raise InvalidInputError(
+            "db", f"{redacted_url(path)} is a PostgreSQL URL, not a SQLite file: open it with Recall(url) or open_store"
+        )
+    if is_collapsed_postgres_url(path):
+        raise InvalidInputError(
+            "db",
+            f"{redacted_url(path)} looks like a PostgreSQL URL whose '//' became '/' (str(Path(url)) does that): "
+            "pass the URL as a str, 'postgresql://…', not as a Path",
+        )
+
+
+def _make_folders(path: str) -> None:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreOpenError(f"cannot create {path}: {exc.strerror or exc} ({exc.filename})") from None
+
+
+def _open_error(path: str, exc: Exception) -> StoreOpenError:
+    """The reason a file cannot be opened as a store, in words that say what to do."""
+    if Path(path).is_dir():
+        return StoreOpenError(f"cannot open {path}: it is a directory, not a store file")
+    if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+        return StoreOpenError(f"cannot open {path}: the file is not a recall store (not a SQLite database)")
+    if "unable to open" in str(exc):
+        return StoreOpenError(f"cannot open {path}: {exc} (does its folder exist, and may recall write there?)")
+    return StoreOpenError(f"cannot open {path}: {exc}")
+
+
 class SQLiteStore(SQLReads):
     def __init__(self, path: str | Path) -> None:
+        """Open the file, creating it (and its folders) when missing; a `StoreOpenError` when
+        the place cannot hold a store or the file is not one."""
         self.path = str(path)
+        _refuse_url(self.path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _make_folders(self.path)
         self._lock = threading.RLock()
         self._keys: dict[tuple[str, str], int] = {}
         self._world_keys: dict[str, dict[str, int]] = {}
         self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        load_vector_extension(self._db)
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.execute("PRAGMA busy_timeout = 5000")
-        # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
-        self._db.execute("PRAGMA wal_autocheckpoint = 8000")
-        self._migrate()
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _open_error(self.path, exc) from None
+        try:
+            load_vector_extension(self._db)
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA busy_timeout = 5000")
+            # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
+            self._db.execute("PRAGMA wal_autocheckpoint = 8000")
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise _open_error(self.path, exc) from None
+        except BaseException:
+            self._db.close()
+            raise
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlite_vec
-
 
 def load_vector_extension(db: Any) -> None:
     """sqlite-vec: the `vec0` virtual table holding the search index's embeddings."""
+    import sqlite_vec  # imported here: it loads numpy, which `import recall` does not need
+
     db.enable_load_extension(True)
     sqlite_vec.load(db)
     db.enable_load_extension(False)

@@ -1,0 +1,54 @@
+"""Telling a PostgreSQL URL from a SQLite file name, and showing a URL without its password.
+
+Kept free of heavy imports: the SQLite store, the CLI and the server's start-up text use it
+without loading psycopg.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+#: The schemes of a PostgreSQL URL, as libpq accepts them.
+SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(location: str) -> bool:
+    """Whether a store location names a PostgreSQL database (else it is a SQLite file)."""
+    return location.startswith(tuple(f"{scheme}://" for scheme in SCHEMES))
+
+
+def is_collapsed_postgres_url(location: str) -> bool:
+    """Whether a location is a PostgreSQL URL whose `//` became `/`, as `str(Path(url))` makes
+    it: such a name must never be opened as a SQLite file."""
+    return location.startswith(tuple(f"{scheme}:/" for scheme in SCHEMES)) and not is_postgres_url(location)
+
+
+def _credentials(url: str) -> tuple[str, str, str | None, str] | None:
+    """(scheme and slashes, user, password or None, the rest from the host on) of a PostgreSQL
+    URL, collapsed or not; None for anything else."""
+    scheme, sep, rest = url.partition(":/")
+    if not sep or scheme not in SCHEMES:
+        return None
+    slashes = ":/" + ("/" if rest.startswith("/") else "")
+    rest = rest.removeprefix("/")
+    authority, slash, tail = rest.partition("/")
+    credentials, at, host = authority.rpartition("@")
+    if not at:
+        return None
+    user, colon, password = credentials.partition(":")
+    return scheme + slashes, user, password if colon else None, f"{host}{slash}{tail}"
+
+
+def url_password(url: str) -> str | None:
+    """The password a PostgreSQL URL carries (decoded), or None."""
+    parts = _credentials(url)
+    return unquote(parts[2]) if parts is not None and parts[2] else None
+
+
+def redacted_url(url: str) -> str:
+    """The URL without its password, for messages and logs (a file name comes back as it is)."""
+    parts = _credentials(url)
+    if parts is None or parts[2] is None:
+        return url
+    prefix, user, _, rest = parts
+    return f"{prefix}{user}:***@{rest}"
