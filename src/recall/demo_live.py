@@ -98,9 +98,7 @@ class Transcript:
                 self.last_id = message.id
 
 
-def wait_until_quiet(
-    world: World, quiet: float, timeout: float, on_poll: Callable[[], None] | None = None
-) -> None:
+def wait_until_quiet(world: World, quiet: float, timeout: float, on_poll: Callable[[], None] | None = None) -> None:
     """Return once every agent has read everything delivered to it, for `quiet` seconds on end
     (or after `timeout`), calling `on_poll` at each look. A runner acknowledges a message only
     after posting its answer, and an answer reaches the other agents' inboxes as it is stored,

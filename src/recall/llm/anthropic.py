@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
@@ -72,6 +72,15 @@ class AnthropicModel(HostedModel):
             if block.type == "tool_use"
         )
         return ModelReply(text, calls)
+
+    def _list_models(self) -> None:
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
+        except anthropic.AnthropicError as e:
+            raise self._error(e) from e
+
+    def _one_token(self) -> None:
+        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
 
     def _create(self, params: dict[str, Any]) -> Any:
         try:

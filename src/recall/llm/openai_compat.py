@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 
 
 class OpenAICompatibleModel(HostedModel):
@@ -66,6 +66,15 @@ class OpenAICompatibleModel(HostedModel):
             if getattr(call, "function", None) is not None
         )
         return ModelReply(message.content or "", calls)
+
+    def _list_models(self) -> None:
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
+        except openai.OpenAIError as e:
+            raise self._error(e) from e
+
+    def _one_token(self) -> None:
+        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
 
     def _create(self, params: dict[str, Any]) -> Any:
         """The reply message of one chat completion."""
