@@ -265,7 +265,9 @@ def test_import_messages_validates_all_then_stores_in_batches(world: World, db_p
     assert batches == [2, 2, 1]
     assert [m.content for m in stored] == [f"line {i}" for i in range(5)]
     assert [m.created_at.timestamp() for m in world.messages()] == [1_700_000_000 + i for i in range(5)]
-    assert len(world.agent("agent-a").inbox()) == 5
+    # History arrives read: in the agent's memory, in nobody's unread inbox.
+    assert world.agent("agent-a").inbox() == []
+    assert len(world.agent("agent-a").inbox(unread_only=False)) == 5
 
 
 @pytest.mark.parametrize(

@@ -158,7 +158,9 @@ def test_import_jsonl_registers_speakers_and_rejects_bad_lines_whole(tmp_path: P
         messages = world.messages()
         assert [m.sender for m in messages] == ["system", "ana", "helper", "user"]
         assert messages[1].created_at.isoformat() == "2024-01-01T10:01:00+00:00"
-        assert world.agent("helper").inbox()[0].content == "Conversation started"
+        # Imported history arrives read: nothing waits for an answer, all of it is in memory.
+        assert world.agent("helper").inbox() == []
+        assert world.agent("helper").inbox(unread_only=False)[0].content == "Conversation started"
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"role": "user", "content": "fine"}) + "\n{not json\n")

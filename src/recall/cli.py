@@ -210,6 +210,8 @@ def agent_run(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         chat_model = agent_model(model, base_url=base_url, api_key=api_key)
+        # A model that cannot answer would only post apologies: say so now, and start nothing.
+        chat_model.check()
     except RecallError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(1) from None

@@ -5,6 +5,12 @@ turn limit (2 model calls here) stops them; maria then asks carol for the invita
 whether the booking is confirmed, which resumes him. Every agent heard everything, yet each
 model call holds only what that agent was addressed in.
 
+The transcript is printed from the store, in message-id order, by the thread that plays maria:
+ids are given in commit order and an agent stores its answer only after it read the message it
+answers, so the printed order is the order things happened whatever the threads' timing (printing
+from each runner's thread as it posts would race: alice could print her answer to bob's message
+before bob's thread got to print the message).
+
 Without a model configured the agents talk to recall's scripted model server on loopback, which
 answers each agent's line from `REPLIES`; with `--model` (or settings.llm_model) a real model
 answers and the conversation is its own.
@@ -18,8 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from recall.api import Recall, World
+from recall.core.models import SenderType
 from recall.llm.base import AgentModel
 from recall.llm.scripted_server import ModelServer, Reply, start_model_server
 from recall.runner.agent_runner import AgentRunner, run_agents
@@ -73,14 +81,33 @@ def start_scripted_model() -> ModelServer:
     return start_model_server(scripted_reply)
 
 
-def wait_until_quiet(world: World, quiet: float, timeout: float) -> None:
+class Transcript:
+    """Prints a world's messages once each, in id order (the order they were stored)."""
+
+    def __init__(self, world: World, console: Console) -> None:
+        self.world = world
+        self.console = console
+        self.last_id = 0
+
+    def show_new(self) -> None:
+        """Print every message stored since the last call."""
+        while batch := self.world.messages(after=self.last_id, all_chats=True):
+            for message in batch:
+                style = "bold cyan" if message.sender_type is SenderType.HUMAN else "bold green"
+                self.console.print(f"[{style}]{message.sender}[/]: {escape(message.content)}", highlight=False)
+                self.last_id = message.id
+
+
+def wait_until_quiet(world: World, quiet: float, timeout: float, on_poll: Callable[[], None] | None = None) -> None:
     """Return once every agent has read everything delivered to it, for `quiet` seconds on end
-    (or after `timeout`). A runner acknowledges a message only after posting its answer, and
-    an answer reaches the other agents' inboxes as it is stored, so empty inboxes mean no
-    answer is under way."""
+    (or after `timeout`), calling `on_poll` at each look. A runner acknowledges a message only
+    after posting its answer, and an answer reaches the other agents' inboxes as it is stored,
+    so empty inboxes mean no answer is under way."""
     deadline = time.monotonic() + timeout
     settled: float | None = None
     while time.monotonic() < deadline:
+        if on_poll is not None:
+            on_poll()
         if any(world.agent(agent).inbox(limit=1) for agent in AGENTS):
             settled = None
         elif settled is None:
@@ -99,25 +126,22 @@ def run_live_demo(
     timeout: float = 120.0,
     on_turn: Callable[[World], None] | None = None,
 ) -> tuple[World, list[AgentRunner]]:
-    """Play the scenario with `model`, printing every post as it happens."""
+    """Play the scenario with `model`, printing every post (in store order) as it happens."""
     world = build_live_world(mem)
-
-    def show(sender: str, text: str) -> None:
-        style = "bold cyan" if sender == "maria" else "bold green"
-        console.print(f"[{style}]{sender}[/]: {text}", highlight=False)
-
-    runners = [AgentRunner(LocalBackend(world.agent(agent)), model, on_post=show) for agent in AGENTS]
+    transcript = Transcript(world, console)
+    runners = [AgentRunner(LocalBackend(world.agent(agent)), model) for agent in AGENTS]
     stop = threading.Event()
     threads = run_agents(runners, stop, wait=0.2)
     try:
         for text in HUMAN_TURNS:
-            show("maria", text)
             world.post("maria", text)
-            wait_until_quiet(world, quiet, timeout)
+            wait_until_quiet(world, quiet, timeout, transcript.show_new)
+            transcript.show_new()
             if on_turn is not None:
                 on_turn(world)
     finally:
         stop.set()
         for thread in threads:
             thread.join(timeout=10)
+        transcript.show_new()
     return world, runners

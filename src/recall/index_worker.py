@@ -65,7 +65,7 @@ def run_worker(
                     logger.info("the server (pid %d) is gone; the index worker stops", parent)
                     break
         finally:
-            indexer.stop(timeout=30)
+            indexer.stop()
     return 0
 
 

@@ -135,9 +135,12 @@ class LongTermMemory:
         )
 
     def close(self) -> None:
-        """Stop background work (the indexer, the extraction queue)."""
+        """Stop background work (the extraction queue, the indexer) and wait for both threads to
+        end, however long their current step takes (a model call is bounded by its timeout, an
+        indexing step by its batch): the store closes next, and a thread left running would
+        fail against it. Calling it again does nothing more."""
         if self.extraction is not None:
-            self.extraction.close(timeout=5.0)
+            self.extraction.close()
         if self.indexer is not None:
             self.indexer.stop()
 

@@ -10,7 +10,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any, TypeVar
@@ -459,11 +459,13 @@ class RecallService:
         progress: Callable[[int], None] | None = None,
     ) -> list[Message]:
         """Post many messages: all are validated first, so a bad one stores nothing; then they
-        are stored in transactions of `batch_size`, reporting each batch to `progress`."""
+        are stored in transactions of `batch_size`, reporting each batch to `progress`. They are
+        history: delivered already read, so no agent answers them (they are in its memory)."""
         world = self.get_world(world_id)
         _check_int("batch_size", batch_size, 1)
         roster = self.roster(world.id)
-        routed = [self._route(world, roster, r) for r in requests]
+        now = datetime.now(UTC)
+        routed = [replace(self._route(world, roster, r), read_at=now) for r in requests]
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):
             chunk = routed[start : start + batch_size]

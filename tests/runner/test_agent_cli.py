@@ -50,7 +50,9 @@ def test_agent_run_answers_over_http_and_stops_on_sigterm(tmp_path: Path, model_
             assert time.monotonic() < deadline, [m.content for m in world.messages()]
             time.sleep(0.05)
         assert {r.headers.get("authorization") for r in model_server.requests} == {"Bearer sk-test"}
-        assert len(model_server.requests) == 3
+        # Each process checked the model once (GET /v1/models) before it started its agents.
+        assert [r.method for r in model_server.requests].count("GET") == 2
+        assert len(model_server.bodies("/v1/chat/completions")) == 3
     finally:
         outputs = []
         for process in processes:

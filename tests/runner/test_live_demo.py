@@ -3,9 +3,11 @@ one is reachable (skipped with the reason otherwise: nothing leaves this machine
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,32 @@ import pytest
 from rich.console import Console
 
 from recall import Recall, Settings
-from recall.demo_live import AGENTS, HUMAN_TURNS, TURN_LIMIT, run_live_demo, system_prompt
+from recall.demo_live import (
+    AGENTS,
+    HUMAN_TURNS,
+    LIVE_WORLD,
+    TURN_LIMIT,
+    run_live_demo,
+    start_scripted_model,
+    system_prompt,
+)
 from recall.llm.base import AgentModel, ModelReply, Tool
 from recall.llm.factory import OLLAMA_URL, agent_model
+from recall.llm.openai_compat import OpenAICompatibleModel
+
+#: What the scripted scenario prints, in this order, every time.
+SCRIPTED_TRANSCRIPT = [
+    "maria: @alice please plan the offsite with bob",
+    "alice: @bob can you find a venue for 12 people?",
+    "bob: @alice Casa Azul fits 12.",
+    "alice: @bob great, please book it.",
+    "bob: @alice Booked for Friday.",
+    "alice: @human Turn limit reached (2 LLM calls). Please take control of the conversation.",
+    "maria: @carol write the invitation",
+    "carol: Dear team, the offsite is at Casa Azul on Friday.",
+    "maria: @bob is the booking confirmed?",
+    "bob: Yes, confirmed.",
+]
 
 
 def test_demo_live_plays_the_scenario_in_the_terminal() -> None:
@@ -27,19 +52,42 @@ def test_demo_live_plays_the_scenario_in_the_terminal() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "scripted model server" in lines[0]
-    assert lines[1:11] == [
-        "maria: @alice please plan the offsite with bob",
-        "alice: @bob can you find a venue for 12 people?",
-        "bob: @alice Casa Azul fits 12.",
-        "alice: @bob great, please book it.",
-        "bob: @alice Booked for Friday.",
-        "alice: @human Turn limit reached (2 LLM calls). Please take control of the conversation.",
-        "maria: @carol write the invitation",
-        "carol: Dear team, the offsite is at Casa Azul on Friday.",
-        "maria: @bob is the booking confirmed?",
-        "bob: Yes, confirmed.",
-    ]
+    assert lines[1:11] == SCRIPTED_TRANSCRIPT
     assert "what bob's model got last" in result.stdout and "turn-limit-notice" in result.stdout
+
+
+class SlowToPrint(Console):
+    """A terminal that is slow at the worst moment: printing bob's "Booked for Friday" waits
+    until alice's turn-limit notice (her answer to it) is stored. A demo that prints from the
+    agents' threads then shows the notice first; one that prints in store order cannot."""
+
+    def __init__(self, mem: Recall) -> None:
+        super().__init__(file=io.StringIO(), width=200, record=True, color_system=None)
+        self.mem = mem
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if any("Booked for Friday" in str(o) for o in objects):
+            self._wait_for_the_notice()
+        super().print(*objects, **options)
+
+    def _wait_for_the_notice(self) -> None:
+        deadline = time.monotonic() + 20
+        while not any("Turn limit reached" in m.content for m in self.mem.world(LIVE_WORLD).messages()):
+            assert time.monotonic() < deadline, "alice never posted her turn-limit notice"
+            time.sleep(0.01)
+
+
+def test_the_transcript_follows_the_store_however_slow_the_terminal(tmp_path: Path) -> None:
+    scripted = start_scripted_model()
+    model = OpenAICompatibleModel("scripted", base_url=scripted.openai_url, max_retries=0)
+    try:
+        with Recall(tmp_path / "r.db", Settings(embeddings="none", index_interval=0)) as mem:
+            console = SlowToPrint(mem)
+            world, _ = run_live_demo(mem, model, console)
+            stored = [f"{m.sender}: {m.content}" for m in world.messages()]
+    finally:
+        scripted.close()
+    assert console.export_text().splitlines() == stored == SCRIPTED_TRANSCRIPT
 
 
 class Recording:

@@ -22,7 +22,7 @@ from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_cl
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from recall import Recall
+from recall import Recall, World
 from recall.server.access import RateLimiter
 from recall.server.app import ServerState, create_app
 from recall.server.config import ApiKey, ServerConfig
@@ -41,7 +41,10 @@ def anyio_backend() -> str:
 
 
 def make_world(mem: Recall) -> None:
-    world = mem.world("w", create=True)
+    add_people(mem.world("w", create=True))
+
+
+def add_people(world: World) -> None:
     world.add_agent("agent-a", system_prompt="You are A.")
     world.add_agent("agent-b", system_prompt="You are B.")
     world.add_human("maria")
@@ -209,7 +212,9 @@ def serve(tmp_path: Path, config: ServerConfig) -> Iterator[Served]:
 @pytest.fixture
 def open_server(tmp_path: Path) -> Iterator[Served]:
     for served in serve(tmp_path, ServerConfig(rate_limit=0)):
-        make_world(Recall(served.state.service.store))
+        # Through the server's own service: a second Recall on its store would start an indexer
+        # nobody closes, which outlives the store.
+        add_people(World(served.state.service, served.state.service.create_world("w").id))
         yield served
 
 

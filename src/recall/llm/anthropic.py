@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
 
 if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
@@ -75,6 +75,15 @@ class AnthropicModel(HostedModel):
             if block.type == "tool_use"
         )
         return ModelReply(text, calls)
+
+    def _list_models(self) -> None:
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
+        except anthropic.AnthropicError as e:
+            raise self._error(e) from e
+
+    def _one_token(self) -> None:
+        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
 
     def _create(self, params: dict[str, Any]) -> Any:
         import anthropic  # loaded already by the client

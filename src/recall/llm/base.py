@@ -107,6 +107,8 @@ class AgentModel(Protocol):
 
 #: Seconds one request may take before it counts as failed.
 DEFAULT_TIMEOUT = 60.0
+#: Retries of the model check at start: a missing server is reported in seconds, not minutes.
+CHECK_RETRIES = 1
 #: Sent when no key is configured: local servers (Ollama, vLLM) ignore it.
 PLACEHOLDER_KEY = "not-needed"
 
@@ -138,6 +140,32 @@ class HostedModel:
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
         """The provider's client for `self.base_url`."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Make sure the endpoint is reachable and takes the key, before any real work (an agent
+        runner starts with it): list the models, which spends no tokens; where the endpoint has
+        no such list (404, 405), ask for a one-token reply instead, which passes when it is
+        answered or refused as a bad request (the endpoint understood the model and the key).
+        Raises `ModelError` saying what failed: no connection, a timeout, 401/403, 5xx…"""
+        try:
+            self._list_models()
+            return
+        except ModelError as e:
+            if e.status not in (404, 405):
+                raise
+        try:
+            self._one_token()
+        except ModelError as e:
+            if e.status != 400:
+                raise
+
+    def _list_models(self) -> None:
+        """One request for the endpoint's models list (one retry at most); `ModelError` if it fails."""
+        raise NotImplementedError
+
+    def _one_token(self) -> None:
+        """The smallest chat request: a one-token reply to "Hi"; `ModelError` if it fails."""
         raise NotImplementedError
 
 

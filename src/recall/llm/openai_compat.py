@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from recall.llm.base import HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
 
 if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
     import openai
@@ -69,6 +69,15 @@ class OpenAICompatibleModel(HostedModel):
             if getattr(call, "function", None) is not None
         )
         return ModelReply(message.content or "", calls)
+
+    def _list_models(self) -> None:
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
+        except openai.OpenAIError as e:
+            raise self._error(e) from e
+
+    def _one_token(self) -> None:
+        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
 
     def _create(self, params: dict[str, Any]) -> Any:
         """The reply message of one chat completion."""

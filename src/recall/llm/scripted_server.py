@@ -12,7 +12,9 @@ text, a `ScriptedReply` a reply with tool calls, an int an HTTP error with that 
 `(status, message)` pair an error with that message. When the queue is empty the `responder`
 (a function of the request path and body) answers, if one is set; otherwise the server answers
 500 ("no scripted reply left"), so a test that makes more calls than it planned fails loudly.
-Every request is recorded (`server.requests`) so callers can check what the adapters sent.
+`GET /v1/models` (both APIs) lists `server.model_list`, or answers that HTTP status when it is an
+int: model checks (`check()`) use it. Every request is recorded (`server.requests`) so callers
+can check what the adapters sent.
 Errors carry `retry-after-ms: 1` so the SDKs' retry backoff stays short.
 """
 
@@ -57,6 +59,8 @@ class ModelServer:
     url: str
     requests: list[RecordedRequest] = field(default_factory=list)
     responder: Responder | None = None
+    #: What `GET /v1/models` lists, or the HTTP status it answers with.
+    model_list: tuple[str, ...] | int = ("test-model",)
     _replies: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
@@ -90,6 +94,14 @@ class ModelServer:
             if time.monotonic() > deadline:
                 raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
             time.sleep(0.005)
+
+    def _models(self, request: RecordedRequest) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests.append(request)
+            listed = self.model_list
+        if isinstance(listed, int):
+            return listed, _error_body(request.path, listed, f"scripted HTTP {listed}")
+        return 200, _model_list(listed)
 
     def _next(self, request: RecordedRequest) -> Reply:
         with self._lock:
@@ -150,6 +162,17 @@ def _anthropic_reply(body: dict[str, Any], reply: ScriptedReply) -> dict[str, An
     }
 
 
+def _model_list(ids: tuple[str, ...]) -> dict[str, Any]:
+    """A models list both SDKs accept (each ignores the other's fields)."""
+    models = [
+        {"id": i, "object": "model", "created": 0, "owned_by": "recall", "type": "model", "display_name": i,
+         "created_at": "2025-01-01T00:00:00Z"}
+        for i in ids
+    ]  # fmt: skip
+    first, last = (ids[0], ids[-1]) if ids else (None, None)
+    return {"object": "list", "data": models, "has_more": False, "first_id": first, "last_id": last}
+
+
 def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
     if path.endswith("/messages"):
         return {"type": "error", "error": {"type": "api_error", "message": message}}
@@ -162,6 +185,14 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path != "/v1/models":
+                self._send(404, _error_body(path, 404, f"scripted model server: no route {path}"))
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._send(*server._models(RecordedRequest("GET", path, headers, {})))
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)

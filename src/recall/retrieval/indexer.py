@@ -67,8 +67,10 @@ class BackgroundIndexer:
         """Something was posted or written: index it soon. Cheap; call it after every write."""
         self._wake.set()
 
-    def stop(self, timeout: float | None = 5.0) -> bool:
-        """Ask the thread to stop after its current batch and wait for it; whether it ended."""
+    def stop(self, timeout: float | None = None) -> bool:
+        """Ask the thread to stop after its current batch and wait for it (by default as long as
+        that batch takes: whoever closes the store next must not pull it from under the thread);
+        whether it ended."""
         thread = self._thread
         if thread is None:
             return True

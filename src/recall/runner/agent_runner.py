@@ -5,7 +5,8 @@ answers, then queue fact extraction.
 Everything an agent decides goes through recall — the would-respond rule and the turn limit
 (`decide`), the count of model calls (`record_llm_call`), the context — so runners in one
 process or in many need no other channel between them. A runner never crashes on a bad model
-or a busy server: a model error is logged and answered with a short apology, any other error is
+or a busy server: a model error is logged and answered with a short apology (once per chat while
+the model keeps failing: an outage is not answered message by message), any other error is
 logged and the loop goes on after a pause.
 """
 
@@ -76,6 +77,8 @@ class AgentRunner:
         #: Called with (agent id, text) after each post (the live demo prints them).
         self.on_post = on_post
         self.stats = RunStats()
+        #: Chats apologised in since the model last answered: they get no second apology.
+        self._apologised: set[str | None] = set()
 
     @property
     def agent_id(self) -> str:
@@ -137,10 +140,8 @@ class AgentRunner:
                 offered = tools if round_number < MAX_TOOL_ROUNDS else []
                 reply = self.model.chat(conversation, tools=offered, max_tokens=self.max_tokens)
             except ModelError as e:
-                self.stats.model_errors += 1
-                logger.warning("agent %s: model failed, apologising: %s", self.agent_id, e)
-                self._post(APOLOGY, message)
-                return 1
+                return self._model_failed(message, e)
+            self._apologised.clear()  # the model answers again
             if reply.tool_calls and self.tools:
                 conversation += self._run_tools(message, reply.text, reply.tool_calls)
                 continue
@@ -154,6 +155,17 @@ class AgentRunner:
                 self.backend.extract(message.chat_id)
             return posted
         return 0  # not reached: the last round offers no tools
+
+    def _model_failed(self, message: Message, error: ModelError) -> int:
+        """Apologise in the message's chat, unless already done since the model last answered."""
+        self.stats.model_errors += 1
+        if message.chat_id in self._apologised:
+            logger.warning("agent %s: model still failing (already apologised here): %s", self.agent_id, error)
+            return 0
+        logger.warning("agent %s: model failed, apologising: %s", self.agent_id, error)
+        self._post(APOLOGY, message)
+        self._apologised.add(message.chat_id)
+        return 1
 
     def _run_tools(self, message: Message, text: str, calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
         """Run the calls; store the calls and their results in the agent's history (so later

@@ -55,6 +55,9 @@ class NewMessage:
     author_agent: str | None = None
     #: A human or world message gives the recipients their turns back.
     reset_turns: bool = False
+    #: Imported history: its deliveries are stored read at this time, so nobody answers it
+    #: (it is in the recipients' memory all the same). None: unread, waiting in the inboxes.
+    read_at: datetime | None = None
 
 
 @dataclass(frozen=True)

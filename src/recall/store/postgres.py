@@ -215,17 +215,17 @@ class PostgresStore(SQLReads):
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 rows,
             )
-            everyone = {a for agents, _ in fanout for a in agents} | {a for agents, _ in per_chat for a in agents}
+            everyone = {a for agents, *_ in fanout for a in agents} | {a for agents, _ in per_chat for a in agents}
             keys_by_agent = self._agent_keys(cur, world_id, everyone)
 
             def keys_of(agents: tuple[str, ...]) -> list[int]:
                 return [keys_by_agent[a.lower()] for a in agents]
 
-            for (agents, own), message_ids in fanout.items():
+            for (agents, own, read_at), message_ids in fanout.items():
                 cur.execute(
-                    "INSERT INTO deliveries (agent_key, message_id, own)"
-                    " SELECT a, m, %s FROM unnest(%s::bigint[]) AS m CROSS JOIN unnest(%s::bigint[]) AS a",
-                    (own, message_ids, keys_of(agents)),
+                    "INSERT INTO deliveries (agent_key, message_id, own, read_at)"
+                    " SELECT a, m, %s, %s FROM unnest(%s::bigint[]) AS m CROSS JOIN unnest(%s::bigint[]) AS a",
+                    (own, read_at, message_ids, keys_of(agents)),
                 )
             for (agents, chat), n in per_chat.items():
                 cur.execute(

@@ -122,8 +122,10 @@ class MessageBatch:
     stored: list[Message] = field(default_factory=list)
     #: `messages` rows to insert (columns as in `INSERT INTO messages (id, world_id, …)`).
     rows: list[tuple[Any, ...]] = field(default_factory=list)
-    #: (recipients, own) → message ids delivered to them.
-    fanout: dict[tuple[tuple[str, ...], int], list[int]] = field(default_factory=lambda: defaultdict(list))
+    #: (recipients, own, read_at) → message ids delivered to them (read at that time, or unread).
+    fanout: dict[tuple[tuple[str, ...], int, float | None], list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     #: (recipients, chat) → how many messages each of them gains in that chat's memory.
     per_chat: Counter[tuple[tuple[str, ...], str]] = field(default_factory=Counter)
     #: Agents whose turn counters go back to 0.
@@ -152,10 +154,10 @@ def plan_batch(
                 json.dumps(new.metadata) if new.metadata else "{}", ts(new.created_at), new.idempotency_key,
             )
         )  # fmt: skip
-        plan.fanout[(new.recipients, 0)].append(message_id)
+        plan.fanout[(new.recipients, 0, None if new.read_at is None else ts(new.read_at))].append(message_id)
         plan.per_chat[(new.recipients, chat)] += 1
         if new.author_agent is not None:
-            plan.fanout[((new.author_agent,), 1)].append(message_id)
+            plan.fanout[((new.author_agent,), 1, None)].append(message_id)
             plan.per_chat[((new.author_agent,), chat)] += 1
         if new.reset_turns:
             # Nothing else in a batch touches the counters, so one reset at the end is the same.

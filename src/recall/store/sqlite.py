@@ -248,11 +248,11 @@ class SQLiteStore(SQLReads):
             def keys_of(agents: tuple[str, ...]) -> str:
                 return self._group_keys(db, world_id, agents)
 
-            for (agents, own), ids in fanout.items():
+            for (agents, own, read_at), ids in fanout.items():
                 db.execute(
-                    "INSERT INTO deliveries (agent_key, message_id, own)"
-                    " SELECT a.value, m.value, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
-                    (own, json.dumps(ids), keys_of(agents)),
+                    "INSERT INTO deliveries (agent_key, message_id, own, read_at)"
+                    " SELECT a.value, m.value, ?, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
+                    (own, read_at, json.dumps(ids), keys_of(agents)),
                 )
             for (agents, chat), n in per_chat.items():
                 db.execute(
