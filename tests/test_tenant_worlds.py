@@ -55,6 +55,7 @@ def test_every_world_and_agent_method_works_on_a_tenants_world(mem: Recall) -> N
 
 
 def test_worlds_of_one_id_in_several_tenants_are_told_apart(mem: Recall) -> None:
+    assert mem.world("solo").tenant == "acme"  # the only `solo` (a lookup the service caches)
     mem.create_world("solo", tenant="globex", name="Globex solo")
     with pytest.raises(AmbiguousWorldError, match="exists in 2 tenants"):
         mem.world("solo")

@@ -211,8 +211,8 @@ class RecallService:
         # Worlds and their participants are read on every call but change rarely: they are
         # cached, dropped on our own writes and whenever the store says another process wrote.
         self._worlds: dict[str, WorldRecord] = {}
-        #: (tenant, lowercased id) → key, for `resolve_world`.
-        self._world_keys: dict[tuple[str, str], str] = {}
+        #: (tenant or None for any, lowercased id) → key, for `resolve_world`.
+        self._world_keys: dict[tuple[str | None, str], str] = {}
         self._rosters: dict[str, Roster] = {}
         self._store_version: int | None = None
         #: Facts, notes, search and the context blocks built from them.
@@ -256,7 +256,10 @@ class RecallService:
             raise InvalidInputError("name", "must be text")
         # The store refuses an id the tenant has already (ConflictError); other tenants' ids
         # are no concern of this one (spec §8).
-        return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
+        world = self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
+        # The id may now name worlds in two tenants: "the only world of that id" is looked up again.
+        self._world_keys.pop((None, world_id.lower()), None)
+        return world
 
     def get_world(self, world_id: str) -> WorldRecord:
         """The world whose key (`WorldRecord.key`) is `world_id`. Every per-world method of the
@@ -283,10 +286,9 @@ class RecallService:
         if not isinstance(world_id, str):
             raise UnknownWorldError(str(world_id))
         self._drop_stale_caches()
-        if tenant is not None:
-            key = self._world_keys.get((tenant, world_id.lower()))
-            if key is not None:
-                return self._world_by_key(key)
+        key = self._world_keys.get((tenant, world_id.lower()))
+        if key is not None:
+            return self._world_by_key(key)
         found = self.store.find_worlds(world_id, tenant)
         if not found:
             raise UnknownWorldError(world_id)
@@ -294,7 +296,7 @@ class RecallService:
             raise AmbiguousWorldError(world_id, len(found))
         world = found[0]
         self._worlds[world.key.lower()] = world
-        self._world_keys[(world.tenant, world.id.lower())] = world.key
+        self._world_keys[(tenant, world_id.lower())] = world.key
         return world
 
     def roster(self, world_id: str) -> Roster:
