@@ -730,7 +730,7 @@ def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: str
         world.post("maria", "before")  # fills first's caches
         second.world("w").add_agent("late")
         message = world.post("maria", "after")
-        assert first.service.recipients(message) == ("agent-a", "late")
+        assert first.service.recipients(world.key, message) == ("agent-a", "late")
         assert [m.content for m in second.world("w").agent("late").inbox()] == ["after"]
 
 

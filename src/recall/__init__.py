@@ -5,6 +5,7 @@ from recall.core.context import Context, ContextBlock, ContextReport
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 from recall.core.observations import Action, Observation
 from recall.errors import (
+    AmbiguousWorldError,
     BudgetExceededError,
     ConflictError,
     InvalidInputError,
@@ -22,6 +23,7 @@ __all__ = [
     "Action",
     "Agent",
     "AgentProfile",
+    "AmbiguousWorldError",
     "BudgetExceededError",
     "ConflictError",
     "Context",

@@ -19,15 +19,16 @@ from typing import Any
 
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, Summarizer
-from recall.core.facts import Fact, NewFact
+from recall.core.facts import Fact, NewFact, parse_scope
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import Decision
+from recall.errors import UnknownWorldError
 from recall.long_term import SEARCH_KINDS, SearchResult
 from recall.service import PostRequest, RecallService
 from recall.settings import Settings
 from recall.store import open_store
-from recall.store.base import Note, ParticipantRecord, Store
+from recall.store.base import Note, ParticipantRecord, Store, WorldRecord
 
 DEFAULT_DB = "recall.db"
 
@@ -45,29 +46,51 @@ class Recall:
         self.service = RecallService(store, settings or Settings.from_env())  # type: ignore[arg-type]
 
     def world(
-        self, world_id: str, *, create: bool = False, name: str | None = None, turn_limit: int | None = None
+        self,
+        world_id: str,
+        *,
+        create: bool = False,
+        name: str | None = None,
+        turn_limit: int | None = None,
+        tenant: str | None = None,
     ) -> World:
-        """The world `world_id`; with `create=True` it is created if missing."""
-        if create and self.service.store.get_world(world_id) is None:
-            self.service.create_world(world_id, name=name, turn_limit=turn_limit)
-        record = self.service.get_world(world_id)
-        return World(self.service, record.id)
+        """The world `world_id` of `tenant` (a server's API keys name tenants; "" without keys).
+        With tenant None: the only world of that id in any tenant (AmbiguousWorldError when
+        several have one). With `create=True` it is created if missing (in `tenant`, or "")."""
+        try:
+            record = self.service.resolve_world(world_id, tenant)
+        except UnknownWorldError:
+            if not create:
+                raise
+            record = self.service.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant or "")
+        return World(self.service, record)
 
-    def create_world(self, world_id: str, *, name: str | None = None, turn_limit: int | None = None) -> World:
-        """Create a new world; a ConflictError if it exists."""
-        record = self.service.create_world(world_id, name=name, turn_limit=turn_limit)
-        return World(self.service, record.id)
+    def create_world(
+        self, world_id: str, *, name: str | None = None, turn_limit: int | None = None, tenant: str = ""
+    ) -> World:
+        """Create a new world of `tenant`; a ConflictError if the tenant has one of that id."""
+        record = self.service.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant)
+        return World(self.service, record)
 
-    def worlds(self) -> list[World]:
-        return [World(self.service, w.id) for w in self.service.list_worlds()]
+    def worlds(self, tenant: str | None = None) -> list[World]:
+        """Every world, or only those of `tenant`."""
+        return [World(self.service, w) for w in self.service.list_worlds(tenant)]
 
-    def scope(self, scope: str) -> Scope:
-        """The facts and sections of a scope: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID'."""
-        return Scope(self.service, self.service.long_term.scope(scope))
+    def scope(self, scope: str, *, tenant: str | None = None) -> Scope:
+        """The facts and sections of a scope: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID', in
+        `tenant`. With tenant None a user scope is in tenant "", and a world or agent scope in
+        the tenant of its world (found as `world` finds it)."""
+        if tenant is None:
+            kind, _, rest = parse_scope(scope).partition(":")
+            tenant = "" if kind == "user" else self.service.resolve_world(rest.partition("/")[0]).tenant
+        return Scope(self.service, self.service.long_term.scope(scope, tenant), tenant)
 
-    def search(self, space: str, query: str, **options: Any) -> list[SearchResult]:
-        """Search a world (messages, memories, facts) or a user's facts (`user:ID`); see `World.search`."""
-        return self.service.long_term.search(space, query, **options)
+    def search(self, space: str, query: str, *, tenant: str | None = None, **options: Any) -> list[SearchResult]:
+        """Search a world (messages, memories, facts; found as `world` finds it) or a user's
+        facts (`user:ID`, in `tenant`, or ""); see `World.search`."""
+        if isinstance(space, str) and space.startswith("user:"):
+            return self.service.long_term.search(space, query, tenant=tenant or "", **options)
+        return self.world(space, tenant=tenant).search(query, **options)
 
     def refresh_index(self) -> int:
         """Index and embed everything not yet in the search index, now; the work done. A
@@ -94,32 +117,37 @@ def _is_store(db: object) -> bool:
 
 
 class World:
-    def __init__(self, service: RecallService, world_id: str) -> None:
+    """A world of one tenant: `id` is what the tenant calls it, `key` what the service's
+    per-world methods take (the same unless another tenant had the id first)."""
+
+    def __init__(self, service: RecallService, record: WorldRecord) -> None:
         self.service = service
-        self.id = world_id
+        self.id = record.id
+        self.tenant = record.tenant
+        self.key = record.key
 
     def __repr__(self) -> str:
-        return f"World({self.id!r})"
+        return f"World({self.id!r})" if not self.tenant else f"World({self.id!r}, tenant={self.tenant!r})"
 
     @property
     def name(self) -> str:
-        return self.service.get_world(self.id).name
+        return self.service.get_world(self.key).name
 
     def add_agent(self, agent_id: str, system_prompt: str = "", **settings: Any) -> Agent:
         """Register an agent. Settings: identity, personality, knowledge, goals, constraints,
         guidelines, channel, history_limit, max_tokens, context_filter ('addressed'|'all'), model."""
-        profile = self.service.add_agent(self.id, agent_id, system_prompt=system_prompt, **settings)
-        return Agent(self.service, self.id, profile.id)
+        profile = self.service.add_agent(self.key, agent_id, system_prompt=system_prompt, **settings)
+        return Agent(self, profile.id)
 
     def add_human(self, human_id: str) -> ParticipantRecord:
-        return self.service.add_human(self.id, human_id)
+        return self.service.add_human(self.key, human_id)
 
     def agent(self, agent_id: str) -> Agent:
-        profile = self.service.get_agent(self.id, agent_id)
-        return Agent(self.service, self.id, profile.id)
+        profile = self.service.get_agent(self.key, agent_id)
+        return Agent(self, profile.id)
 
     def participants(self) -> list[ParticipantRecord]:
-        return self.service.participants(self.id)
+        return self.service.participants(self.key)
 
     def post(
         self,
@@ -135,44 +163,44 @@ class World:
     ) -> Message:
         """Store a message once and deliver it to every other agent of the world."""
         request = PostRequest(sender, content, chat, channel, parent, at, idempotency_key, metadata)
-        return self.service.post(self.id, request)
+        return self.service.post(self.key, request)
 
     def post_many(self, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all or none."""
-        return self.service.post_many(self.id, requests)
+        return self.service.post_many(self.key, requests)
 
     def import_messages(
         self, requests: Sequence[PostRequest], batch_size: int = 1000, progress: Callable[[int], None] | None = None
     ) -> list[Message]:
         """Post many messages, validating all first; stored in transactions of `batch_size`."""
-        return self.service.import_messages(self.id, requests, batch_size, progress)
+        return self.service.import_messages(self.key, requests, batch_size, progress)
 
     def messages(
         self, chat: str | None = None, *, after: int = 0, limit: int = 100, all_chats: bool = False
     ) -> list[Message]:
-        return self.service.messages(self.id, chat, after, limit, all_chats)
+        return self.service.messages(self.key, chat, after, limit, all_chats)
 
     def chats(self) -> list[tuple[str | None, int]]:
-        return self.service.store.list_chats(self.id)
+        return self.service.store.list_chats(self.key)
 
     @property
     def facts(self) -> Scope:
         """Facts about the whole world (scope `world:ID`)."""
-        return Scope(self.service, self.service.long_term.scope(f"world:{self.id}"))
+        return Scope(self.service, self.service.long_term.scope(f"world:{self.id}", self.tenant), self.tenant)
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Note:
         """A long-term memory shared by every agent of the world (importance 1-10)."""
         return self.service.long_term.add_note(
-            self.id, content, type=type, importance=importance, chat_id=chat, metadata=metadata
+            self.key, content, type=type, importance=importance, chat_id=chat, metadata=metadata
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
-        return self.service.long_term.list_notes(self.id, None, min_importance, limit)
+        return self.service.long_term.list_notes(self.key, None, min_importance, limit)
 
     def delete_memory(self, memory: int | Note) -> None:
-        self.service.long_term.delete_note(self.id, memory.id if isinstance(memory, Note) else memory)
+        self.service.long_term.delete_note(self.key, memory.id if isinstance(memory, Note) else memory)
 
     def search(
         self,
@@ -190,8 +218,9 @@ class World:
         """Messages, memories and facts of this world ranked for `query` (hybrid: BM25 and
         embeddings fused), filtered by chat, sender, time range and least importance."""
         return self.service.long_term.search(
-            self.id,
+            self.key,
             query,
+            tenant=self.tenant,
             k=k,
             kinds=kinds,
             method=method,
@@ -204,17 +233,23 @@ class World:
 
 
 class Agent:
-    def __init__(self, service: RecallService, world_id: str, agent_id: str) -> None:
-        self.service = service
-        self.world_id = world_id
+    def __init__(self, world: World, agent_id: str) -> None:
+        self.service = world.service
+        self.world = world
+        #: The id of its world (`world.key` is what the service's methods take).
+        self.world_id = world.id
         self.id = agent_id
 
     def __repr__(self) -> str:
         return f"Agent({self.world_id!r}, {self.id!r})"
 
     @property
+    def _world(self) -> str:
+        return self.world.key
+
+    @property
     def profile(self) -> AgentProfile:
-        return self.service.get_agent(self.world_id, self.id)
+        return self.service.get_agent(self._world, self.id)
 
     def system_prompt(self, channel: str | None = None) -> str:
         return build_system_prompt(self.profile, channel)
@@ -234,7 +269,7 @@ class Agent:
         """What this agent's next model call receives in `chat` (`.openai()`, `.anthropic()`, `.report`)."""
         message_id = message.id if isinstance(message, Message) else message
         return self.service.build_context(
-            self.world_id,
+            self._world,
             self.id,
             chat,
             max_tokens=max_tokens,
@@ -248,61 +283,65 @@ class Agent:
 
     def inbox(self, *, unread_only: bool = True, limit: int = 100, mark_read: bool = False) -> list[Message]:
         """Messages delivered to this agent, oldest first (FIFO)."""
-        return [m for m, _ in self.service.inbox(self.world_id, self.id, unread_only, limit, mark_read)]
+        return [m for m, _ in self.service.inbox(self._world, self.id, unread_only, limit, mark_read)]
 
     def ack(self, message_ids: Iterable[int | Message]) -> int:
         ids = [m.id if isinstance(m, Message) else m for m in message_ids]
-        return self.service.ack(self.world_id, self.id, ids)
+        return self.service.ack(self._world, self.id, ids)
 
     def decide(self, message: int | Message) -> Decision:
         """Would this agent answer the message now (turn limit included)?"""
-        return self.service.decide(self.world_id, self.id, message.id if isinstance(message, Message) else message)
+        return self.service.decide(self._world, self.id, message.id if isinstance(message, Message) else message)
 
     def record_llm_call(self) -> int:
-        return self.service.record_llm_call(self.world_id, self.id)
+        return self.service.record_llm_call(self._world, self.id)
 
     def observe(self, observation: obs.Observation | Mapping[str, Any]) -> int:
-        return self.service.observe(self.world_id, self.id, observation)
+        return self.service.observe(self._world, self.id, observation)
 
     def act(self, action: obs.Action | Mapping[str, Any]) -> int:
-        return self.service.act(self.world_id, self.id, action)
+        return self.service.act(self._world, self.id, action)
 
     @property
     def facts(self) -> Scope:
         """Facts about this agent (scope `agent:WORLD/AGENT`)."""
-        return Scope(self.service, self.service.long_term.scope(f"agent:{self.world_id}/{self.id}"))
+        tenant = self.world.tenant
+        return Scope(self.service, self.service.long_term.scope(f"agent:{self.world_id}/{self.id}", tenant), tenant)
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Note:
         """A long-term memory private to this agent (importance 1-10)."""
         return self.service.long_term.add_note(
-            self.world_id, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
+            self._world, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
         """The world's shared memories and this agent's own, most important first."""
-        return self.service.long_term.list_notes(self.world_id, self.id, min_importance, limit)
+        return self.service.long_term.list_notes(self._world, self.id, min_importance, limit)
 
     def extract(self, chat: str | None = None, *, scope: str | None = None) -> dict[str, Any]:
         """After a run: queue fact extraction from this agent's conversation in `chat` into
         `scope` (default: the newest human's `user:ID`). Needs a chat model (`llm_model`);
         without one it returns `{"queued": False, "reason": ...}`. See `Recall.flush_extraction`."""
-        return self.service.long_term.extract(self.world_id, self.id, chat, scope)
+        return self.service.long_term.extract(self._world, self.id, chat, scope, self.world.tenant)
 
     def search(
         self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any
     ) -> list[SearchResult]:
         """Like `World.search`, limited to what this agent may see (no other agent's private memories)."""
-        return self.service.long_term.search(self.world_id, query, k=k, kinds=kinds, agent=self.id, **filters)
+        return self.service.long_term.search(
+            self._world, query, tenant=self.world.tenant, k=k, kinds=kinds, agent=self.id, **filters
+        )
 
 
 class Scope:
     """A scope's facts and summary sections (spec §4)."""
 
-    def __init__(self, service: RecallService, scope: str) -> None:
+    def __init__(self, service: RecallService, scope: str, tenant: str = "") -> None:
         self.service = service
         self.id = scope
+        self.tenant = tenant
 
     def __repr__(self) -> str:
         return f"Scope({self.id!r})"
@@ -316,35 +355,37 @@ class Scope:
         source: str = "manual",
         avoid: str | None = None,
     ) -> Fact:
-        return self.service.long_term.add_facts(self.id, [NewFact(content, category, confidence, source, avoid)])[0]
+        return self.service.long_term.add_facts(
+            self.id, [NewFact(content, category, confidence, source, avoid)], self.tenant
+        )[0]
 
     def list(self) -> list[Fact]:
-        return self.service.long_term.list_facts(self.id)
+        return self.service.long_term.list_facts(self.id, self.tenant)
 
     def get(self, fact_id: int) -> Fact:
-        return self.service.long_term.get_fact(self.id, fact_id)
+        return self.service.long_term.get_fact(self.id, fact_id, self.tenant)
 
     def update(self, fact_id: int, **changes: Any) -> Fact:
         """Change some of content, category, confidence, source, avoid."""
-        return self.service.long_term.update_fact(self.id, fact_id, changes)
+        return self.service.long_term.update_fact(self.id, fact_id, changes, self.tenant)
 
     def delete(self, fact_id: int) -> None:
-        self.service.long_term.delete_fact(self.id, fact_id)
+        self.service.long_term.delete_fact(self.id, fact_id, self.tenant)
 
     def clear(self) -> int:
         """Delete every fact and section of the scope; returns how many facts went."""
-        return self.service.long_term.clear_facts(self.id)
+        return self.service.long_term.clear_facts(self.id, self.tenant)
 
     @property
     def sections(self) -> dict[str, str]:
-        return self.service.long_term.sections(self.id)
+        return self.service.long_term.sections(self.id, self.tenant)
 
     def set_sections(self, **sections: str) -> dict[str, str]:
         """e.g. `set_sections(work_context="…", top_of_mind="…")`; an empty text removes one."""
-        return self.service.long_term.set_sections(self.id, sections)
+        return self.service.long_term.set_sections(self.id, sections, self.tenant)
 
     def export(self) -> dict[str, Any]:
-        return self.service.long_term.export_facts(self.id)
+        return self.service.long_term.export_facts(self.id, self.tenant)
 
     def import_facts(self, data: Mapping[str, Any], *, replace: bool = False) -> dict[str, int]:
-        return self.service.long_term.import_facts(self.id, data, replace)
+        return self.service.long_term.import_facts(self.id, data, replace, self.tenant)

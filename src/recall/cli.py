@@ -67,9 +67,25 @@ def main(
         str | None,
         typer.Option("--db", help=DB_HELP, show_default=False),
     ] = None,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            help="The tenant whose worlds and scopes commands name (a server's API keys name tenants; '' without"
+            " keys). Default: a world id names the only world of that id in any tenant, a user scope tenant ''.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     _state["db"] = db or default_db()
     _state["db_flag"] = db or ""
+    if tenant is not None:
+        _state["tenant"] = tenant
+    else:
+        _state.pop("tenant", None)
+
+
+def _tenant() -> str | None:
+    return _state.get("tenant")
 
 
 @contextmanager
@@ -124,7 +140,7 @@ def world_create(
 ) -> None:
     """Create a world."""
     with _open(create=True) as mem:
-        created = mem.create_world(world, name=name, turn_limit=turn_limit)
+        created = mem.create_world(world, name=name, turn_limit=turn_limit, tenant=_tenant() or "")
         out.print(f"created world [bold]{created.id}[/]")
 
 
@@ -133,7 +149,7 @@ def world_list() -> None:
     """List worlds with their participants and message counts."""
     with _open() as mem:
         table = Table("world", "name", "agents", "humans", "chats", "messages")
-        for world in mem.worlds():
+        for world in mem.worlds(_tenant()):
             people = world.participants()
             chats = world.chats()
             table.add_row(
@@ -167,7 +183,7 @@ def agent_add(
 ) -> None:
     """Register an agent in a world."""
     with _open() as mem:
-        agent = mem.world(world).add_agent(
+        agent = mem.world(world, tenant=_tenant()).add_agent(
             agent_id,
             system_prompt=system_prompt,
             identity=identity,
@@ -236,7 +252,7 @@ def agent_run(
 def human_add(world: str, human_id: str) -> None:
     """Register a human in a world."""
     with _open() as mem:
-        human = mem.world(world).add_human(human_id)
+        human = mem.world(world, tenant=_tenant()).add_human(human_id)
         out.print(f"added human [bold]{human.id}[/] to {world}")
 
 
@@ -255,7 +271,9 @@ def post(
 ) -> None:
     """Post a message; prints the stored message as JSON."""
     with _open() as mem:
-        message = mem.world(world).post(sender, text, chat=chat, channel=channel, parent=parent, at=at)
+        message = mem.world(world, tenant=_tenant()).post(
+            sender, text, chat=chat, channel=channel, parent=parent, at=at
+        )
         _json(message.to_dict())
 
 
@@ -268,7 +286,7 @@ def messages(
 ) -> None:
     """List a chat's messages as JSON lines, oldest first."""
     with _open() as mem:
-        for message in mem.world(world).messages(chat, after=after, limit=limit):
+        for message in mem.world(world, tenant=_tenant()).messages(chat, after=after, limit=limit):
             sys.stdout.write(json.dumps(message.to_dict(), ensure_ascii=False) + "\n")
 
 
@@ -282,8 +300,8 @@ def inbox(
 ) -> None:
     """An agent's inbox as JSON lines, oldest first (FIFO)."""
     with _open() as mem:
-        agent = mem.world(world).agent(agent_id)
-        for message, read in agent.service.inbox(world, agent.id, not all_, limit, mark_read):
+        agent = mem.world(world, tenant=_tenant()).agent(agent_id)
+        for message, read in agent.service.inbox(agent.world.key, agent.id, not all_, limit, mark_read):
             sys.stdout.write(json.dumps({**message.to_dict(), "read": read}, ensure_ascii=False) + "\n")
 
 
@@ -313,7 +331,7 @@ def context(
     """The context an agent's next model call receives, and what was left out and why."""
     with _open() as mem:
         ctx = (
-            mem.world(world)
+            mem.world(world, tenant=_tenant())
             .agent(agent_id)
             .context(chat, max_tokens=max_tokens, history_limit=history_limit, message=message, channel=channel)
         )
@@ -337,7 +355,7 @@ def facts_list(
 ) -> None:
     """A scope's facts and summary sections."""
     with _open() as mem:
-        handle = mem.scope(scope)
+        handle = mem.scope(scope, tenant=_tenant())
         facts, sections = handle.list(), handle.sections
         if json_:
             _json({"scope": handle.id, "facts": [f.to_dict() for f in facts], "sections": sections})
@@ -368,7 +386,11 @@ def facts_add(
 ) -> None:
     """Add a fact; prints it as JSON."""
     with _open(create=True) as mem:
-        _json(mem.scope(scope).add(content, category=category, confidence=confidence, avoid=avoid).to_dict())
+        _json(
+            mem.scope(scope, tenant=_tenant())
+            .add(content, category=category, confidence=confidence, avoid=avoid)
+            .to_dict()
+        )
 
 
 @facts_app.command("update")
@@ -384,14 +406,14 @@ def facts_update(
         k: v for k, v in {"content": content, "category": category, "confidence": confidence}.items() if v is not None
     }
     with _open() as mem:
-        _json(mem.scope(scope).update(fact_id, **changes).to_dict())
+        _json(mem.scope(scope, tenant=_tenant()).update(fact_id, **changes).to_dict())
 
 
 @facts_app.command("delete")
 def facts_delete(scope: str, fact_id: int) -> None:
     """Delete one fact."""
     with _open() as mem:
-        mem.scope(scope).delete(fact_id)
+        mem.scope(scope, tenant=_tenant()).delete(fact_id)
         err.print(f"deleted fact {fact_id}")
 
 
@@ -399,14 +421,14 @@ def facts_delete(scope: str, fact_id: int) -> None:
 def facts_clear(scope: str) -> None:
     """Delete every fact and section of a scope."""
     with _open() as mem:
-        err.print(f"removed {mem.scope(scope).clear()} facts")
+        err.print(f"removed {mem.scope(scope, tenant=_tenant()).clear()} facts")
 
 
 @facts_app.command("export")
 def facts_export(scope: str) -> None:
     """Write a scope's facts and sections as JSON to stdout (for `facts import`)."""
     with _open() as mem:
-        _json(mem.scope(scope).export())
+        _json(mem.scope(scope, tenant=_tenant()).export())
 
 
 @facts_app.command("import")
@@ -422,7 +444,7 @@ def facts_import(
         err.print(f"[red]error:[/] cannot read {file}: {exc}", highlight=False)
         raise typer.Exit(1) from None
     with _open(create=True) as mem:
-        _json(mem.scope(scope).import_facts(data, replace=replace))
+        _json(mem.scope(scope, tenant=_tenant()).import_facts(data, replace=replace))
 
 
 @memory_app.command("add")
@@ -435,7 +457,7 @@ def memory_add(
 ) -> None:
     """Add a long-term memory; prints it as JSON."""
     with _open() as mem:
-        target = mem.world(world).agent(agent) if agent else mem.world(world)
+        target = mem.world(world, tenant=_tenant()).agent(agent) if agent else mem.world(world, tenant=_tenant())
         _json(target.add_memory(content, type=type_, importance=importance).to_dict())
 
 
@@ -447,7 +469,7 @@ def memory_list(
 ) -> None:
     """Long-term memories as JSON lines, most important first."""
     with _open() as mem:
-        target = mem.world(world).agent(agent) if agent else mem.world(world)
+        target = mem.world(world, tenant=_tenant()).agent(agent) if agent else mem.world(world, tenant=_tenant())
         for note in target.memories(min_importance=min_importance):
             sys.stdout.write(json.dumps(note.to_dict(), ensure_ascii=False) + "\n")
 
@@ -463,7 +485,7 @@ def facts_extract(
     now; prints what was queued and how many model calls ran. Exit status 1 with the reason
     when the extraction failed (model unreachable or refusing, an answer that is not JSON)."""
     with _open() as mem:
-        queued = mem.world(world).agent(agent).extract(chat, scope=scope)
+        queued = mem.world(world, tenant=_tenant()).agent(agent).extract(chat, scope=scope)
         runs = mem.service.long_term.run_extraction(None, queued["scope"]) if queued["queued"] else []
         failed = next((run for run in runs if run.error), None)
         if failed is not None:  # the model's or the answer's fault: a script must see it
@@ -517,7 +539,7 @@ def search(
     """Search a world's messages, memories and facts (brings the index up to date first)."""
     with _open() as mem:
         mem.refresh_index()
-        results = mem.world(world).search(
+        results = mem.world(world, tenant=_tenant()).search(
             query,
             k=k,
             kinds=tuple(kind or ("message", "memory", "fact")),
@@ -643,10 +665,10 @@ def mcp(
     with _open() as mem:
         if world is not None:
             # A misspelt default fails here, once, rather than in every call.
-            handle = mem.world(world)
+            handle = mem.world(world, tenant=_tenant())
             if agent is not None:
                 handle.agent(agent)
-        anyio.run(run_stdio, mem.service, world, agent)
+        anyio.run(run_stdio, mem.service, world, agent, _tenant())
 
 
 @app.command()

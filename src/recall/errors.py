@@ -33,6 +33,18 @@ class UnknownWorldError(NotFoundError):
         )
 
 
+class AmbiguousWorldError(RecallError):
+    """Several tenants have a world of this id, and the caller named no tenant."""
+
+    def __init__(self, world_id: str, tenants: int) -> None:
+        self.world_id = world_id
+        self.tenants = tenants
+        super().__init__(
+            f"world {world_id!r} exists in {tenants} tenants: name the tenant "
+            f"(Recall.world({world_id!r}, tenant=...) or `recall --tenant TENANT ...`)"
+        )
+
+
 class UnknownParticipantError(NotFoundError):
     def __init__(self, world_id: str, participant_id: str, kind: str = "participant") -> None:
         self.world_id = world_id

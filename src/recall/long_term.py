@@ -109,13 +109,16 @@ class LongTermMemory:
         store: Store,
         settings: Settings,
         get_world: Callable[[str], WorldRecord],
+        resolve_world: Callable[[str, str | None], WorldRecord],
         check_agent: Callable[[str, str], str],
         index: SQLiteSearchIndex | None = None,
         indexer: BackgroundIndexer | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
+        #: A world by its key (what the methods below take), and by its id in a tenant (scopes).
         self._get_world = get_world
+        self._resolve_world = resolve_world
         self._check_agent = check_agent
         self.index = index
         self.indexer = indexer
@@ -165,15 +168,14 @@ class LongTermMemory:
         if kind == "user":
             return canonical
         world_id, _, agent_id = rest.partition("/")
-        world = self._get_world(world_id)
-        if world.tenant != tenant:
-            raise UnknownWorldError(world_id)
+        world = self._resolve_world(world_id, tenant)
         if kind == "world":
             return f"world:{world.id.lower()}"
-        return f"agent:{world.id.lower()}/{self._check_agent(world.id, agent_id).lower()}"
+        return f"agent:{world.id.lower()}/{self._check_agent(world.key, agent_id).lower()}"
 
     def _space(self, scope: str) -> tuple[str, str]:
-        """(space, owner) of a fact scope in the search index."""
+        """(space, owner) of a fact scope in the search index: a world's space is its id in
+        its tenant, as for its messages and notes."""
         kind, _, rest = scope.partition(":")
         if kind == "user":
             return scope, ""
@@ -325,11 +327,11 @@ class LongTermMemory:
         at once; the model runs after the debounce, or on `flush_extraction`."""
         world = self._get_world(world_id)
         if world.tenant != tenant:
-            raise UnknownWorldError(world_id)
-        agent = self._check_agent(world.id, agent_id)
+            raise UnknownWorldError(world.id)
+        agent = self._check_agent(world.key, agent_id)
         if chat_id is not None and not isinstance(chat_id, str):
             raise InvalidInputError("chat_id", "must be text")
-        newest_first = list(islice(self.store.iter_memory(world.id, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
+        newest_first = list(islice(self.store.iter_memory(world.key, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
         if scope is None:
             human = next((m.sender for m in newest_first if m.sender_type is SenderType.HUMAN), None)
             if human is None:
@@ -378,7 +380,7 @@ class LongTermMemory:
     ) -> Note:
         """A long-term memory in a world: shared, or private to `agent`."""
         world = self._get_world(world_id)
-        owner = self._check_agent(world.id, agent) if agent is not None else ""
+        owner = self._check_agent(world.key, agent) if agent is not None else ""
         if not isinstance(content, str) or not content.strip():
             raise InvalidInputError("content", "must be non-empty text")
         if "\x00" in content:
@@ -394,7 +396,7 @@ class LongTermMemory:
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata", "must be an object")
         note = self.store.add_note(
-            world.id,
+            world.key,
             NewNote(
                 owner=owner,
                 type=type,
@@ -430,17 +432,17 @@ class LongTermMemory:
     ) -> list[Note]:
         """Shared notes, plus `agent`'s own when named; most important first."""
         world = self._get_world(world_id)
-        owners = [""] if agent is None else ["", self._check_agent(world.id, agent)]
-        return self.store.list_notes(world.id, owners, min_importance, limit)
+        owners = [""] if agent is None else ["", self._check_agent(world.key, agent)]
+        return self.store.list_notes(world.key, owners, min_importance, limit)
 
     def delete_note(self, world_id: str, note_id: int, agent: str | None = None) -> None:
         """Delete a shared note, or (with `agent`) one of the agent's own."""
         world = self._get_world(world_id)
-        note = self.store.get_note(world.id, note_id) if isinstance(note_id, int) else None
-        owner = "" if agent is None else self._check_agent(world.id, agent)
+        note = self.store.get_note(world.key, note_id) if isinstance(note_id, int) else None
+        owner = "" if agent is None else self._check_agent(world.key, agent)
         if note is None or note.owner.lower() not in ("", owner.lower()):
             raise UnknownNoteError(world.id, note_id)
-        self.store.delete_note(world.id, note.id)
+        self.store.delete_note(world.key, note.id)
         if self.index is not None:
             self.index.remove("memory", [note.id])
 
@@ -462,7 +464,8 @@ class LongTermMemory:
         until: datetime | None = None,
         min_importance: int | None = None,
     ) -> list[SearchResult]:
-        """Search a world (messages, memories, facts) or a user scope (`user:ID`, its facts).
+        """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
+        its facts) of `tenant`.
 
         With `agent`, only what that agent may see: shared items and its own private ones."""
         if not isinstance(query, str):
@@ -480,10 +483,10 @@ class LongTermMemory:
         else:
             world = self._get_world(space)
             if world.tenant != tenant:
-                raise UnknownWorldError(space)
+                raise UnknownWorldError(world.id)
             resolved = world.id
             if agent is not None:
-                owners = ["", self._check_agent(world.id, agent)]
+                owners = ["", self._check_agent(world.key, agent)]
         if self.index is None or not query.strip():
             return []
         # Messages reach the index in the background; copying the newest ones is cheap, so a
@@ -561,11 +564,11 @@ class LongTermMemory:
                 min_importance=minimum,
             )
             for hit in hits:
-                note = self.store.get_note(world.id, hit.source_id)
+                note = self.store.get_note(world.key, hit.source_id)
                 if note is not None:
                     notes.append(note)
         if not notes:  # nothing to match against, or nothing matched: the most important
-            notes = self.store.list_notes(world.id, owners, minimum, limit)
+            notes = self.store.list_notes(world.key, owners, minimum, limit)
         if not notes:
             return ContextBlock("long_term", "")
         lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]

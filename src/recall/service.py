@@ -32,6 +32,7 @@ from recall.core.routing import (
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.errors import (
     NUL_MESSAGE,
+    AmbiguousWorldError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
@@ -211,6 +212,8 @@ class RecallService:
         # Worlds and their participants are read on every call but change rarely: they are
         # cached, dropped on our own writes and whenever the store says another process wrote.
         self._worlds: dict[str, WorldRecord] = {}
+        #: (tenant or None for any, lowercased id) → key, for `resolve_world`.
+        self._world_keys: dict[tuple[str | None, str], str] = {}
         self._rosters: dict[str, Roster] = {}
         self._store_version: int | None = None
         # Servers call the service from many threads: a read that began before a drop must not
@@ -224,6 +227,7 @@ class RecallService:
             store,
             self.settings,
             self.get_world,
+            self.resolve_world,
             lambda world, agent: self.get_agent(world, agent).id,
             index,
             indexer,
@@ -252,6 +256,7 @@ class RecallService:
                 self._rosters.pop(world_key, None)
             else:
                 self._worlds.clear()
+                self._world_keys.clear()
                 self._rosters.clear()
 
     def _cache(self, cache: dict[str, _V], key: str, value: _V, generation: int) -> _V:
@@ -270,31 +275,65 @@ class RecallService:
             _check_int("turn_limit", turn_limit, 1)
         if name is not None and not isinstance(name, str):
             raise InvalidInputError("name", "must be text")
-        if self.store.get_world(world_id) is not None:
-            raise ConflictError(f"world {world_id!r} already exists")
-        return self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
+        # The store refuses an id the tenant has already (ConflictError); other tenants' ids
+        # are no concern of this one (spec §8).
+        world = self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
+        # The id may now name worlds in two tenants: "the only world of that id" is looked up again.
+        with self._cache_lock:  # a lookup under way must not cache the old answer either
+            self._generation += 1
+            self._world_keys.pop((None, world_id.lower()), None)
+        return world
 
     def get_world(self, world_id: str) -> WorldRecord:
+        """The world whose key (`WorldRecord.key`) is `world_id`. Every per-world method of the
+        service takes a world by its key; callers find it first with `resolve_world`."""
         if not isinstance(world_id, str):
             raise UnknownWorldError(str(world_id))
         self._drop_stale_caches()
-        world = self._worlds.get(world_id.lower())
+        return self._world_by_key(world_id)
+
+    def _world_by_key(self, key: str) -> WorldRecord:
+        world = self._worlds.get(key.lower())
         if world is None:
             generation = self._generation
-            world = self.store.get_world(world_id)
+            world = self.store.get_world(key)
             if world is None:
-                raise UnknownWorldError(world_id)
-            self._cache(self._worlds, world_id.lower(), world, generation)
+                raise UnknownWorldError(key)
+            self._cache(self._worlds, key.lower(), world, generation)
+        return world
+
+    def resolve_world(self, world_id: str, tenant: str | None = None) -> WorldRecord:
+        """The world a caller names (spec §8: ids are unique per tenant): `world_id` of `tenant`,
+        so another tenant's world of that id is as unknown as one that never existed. With
+        tenant None (the Python API, a server without API keys) the only world of that id in
+        any tenant; AmbiguousWorldError when several tenants have one."""
+        if not isinstance(world_id, str):
+            raise UnknownWorldError(str(world_id))
+        self._drop_stale_caches()
+        key = self._world_keys.get((tenant, world_id.lower()))
+        if key is not None:
+            return self._world_by_key(key)
+        generation = self._generation
+        found = self.store.find_worlds(world_id, tenant)
+        if not found:
+            raise UnknownWorldError(world_id)
+        if len(found) > 1:
+            raise AmbiguousWorldError(world_id, len(found))
+        world = found[0]
+        with self._cache_lock:
+            if generation == self._generation:
+                self._worlds[world.key.lower()] = world
+                self._world_keys[(tenant, world_id.lower())] = world.key
         return world
 
     def roster(self, world_id: str) -> Roster:
         """The world's participants (a cached read)."""
         world = self.get_world(world_id)
-        roster = self._rosters.get(world.id.lower())
+        roster = self._rosters.get(world.key.lower())
         if roster is None:
             generation = self._generation
-            people = self.store.list_participants(world.id)
-            roster = self._cache(self._rosters, world.id.lower(), Roster(people), generation)
+            people = self.store.list_participants(world.key)
+            roster = self._cache(self._rosters, world.key.lower(), Roster(people), generation)
         return roster
 
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
@@ -312,15 +351,15 @@ class RecallService:
             raise InvalidInputError(
                 f"{kind}_id", f"{participant_id!r} is a reserved sender name ({', '.join(RESERVED_SENDERS)})"
             )
-        existing = self.store.get_participant(world.id, participant_id)
+        existing = self.store.get_participant(world.key, participant_id)
         if existing is not None:
             raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
-        record = ParticipantRecord(world.id, participant_id, kind, datetime.now(UTC), profile)
+        record = ParticipantRecord(world.key, participant_id, kind, datetime.now(UTC), profile)
         try:
             return self.store.add_participant(record)
         finally:
             # After the write: a roster read before it commits is then not cached.
-            self._drop_caches(world.id.lower())
+            self._drop_caches(world.key.lower())
 
     def add_agent(self, world_id: str, agent_id: str, **settings: Any) -> AgentProfile:
         profile = _validate_profile(agent_id, settings)
@@ -332,22 +371,23 @@ class RecallService:
 
     def get_agent(self, world_id: str, agent_id: str) -> AgentProfile:
         world = self.get_world(world_id)
-        profile = self.roster(world.id).profiles.get(agent_id.lower()) if isinstance(agent_id, str) else None
+        profile = self.roster(world.key).profiles.get(agent_id.lower()) if isinstance(agent_id, str) else None
         if profile is None:
             raise UnknownParticipantError(world.id, str(agent_id), "agent")
         return profile
 
     def _agent_in(self, world_id: str, agent_id: str) -> tuple[str, str]:
-        """The stored (world id, agent id) for what a caller typed, in any case."""
+        """The stored (world key, agent id) for what a caller typed, in any case."""
         world = self.get_world(world_id)
-        return world.id, self.get_agent(world.id, agent_id).id
+        return world.key, self.get_agent(world.key, agent_id).id
 
     def participants(self, world_id: str) -> list[ParticipantRecord]:
         return list(self.roster(world_id).people)
 
-    def recipients(self, message: Message) -> tuple[str, ...]:
-        """The agents a stored message was delivered to: every agent of its world but its author."""
-        roster = self.roster(message.world_id)
+    def recipients(self, world_id: str, message: Message) -> tuple[str, ...]:
+        """The agents a stored message of the world (by key) was delivered to: every agent of
+        its world but its author."""
+        roster = self.roster(world_id)
         author = roster.by_key.get(message.sender.lower())
         return roster.recipients(author.id if author is not None and author.kind == "agent" else None)
 
@@ -374,7 +414,7 @@ class RecallService:
         metadata = dict(req.metadata or {})
         if req.parent_id is not None:
             _check_int("parent_id", req.parent_id, 1, MAX_MESSAGE_ID)
-            parent = self.store.get_message(world.id, req.parent_id)
+            parent = self.store.get_message(world.key, req.parent_id)
             if parent is None:
                 raise InvalidInputError("parent_id", f"no message {req.parent_id} in world {world.id!r}")
             # A reply joins its parent's thread; the thread is named by its first message.
@@ -445,11 +485,11 @@ class RecallService:
             return self._posts
 
     def prepare_posts(self, world_id: str, requests: Sequence[PostRequest]) -> tuple[str, list[NewMessage]]:
-        """Validate and route posts without storing them: the stored world id and the batch,
+        """Validate and route posts without storing them: the world's key and the batch,
         ready for `store.append_messages` (a server groups batches into one transaction)."""
         world = self.get_world(world_id)
-        roster = self.roster(world.id)
-        return world.id, [self._route(world, roster, r) for r in requests]
+        roster = self.roster(world.key)
+        return world.key, [self._route(world, roster, r) for r in requests]
 
     def import_messages(
         self,
@@ -463,20 +503,20 @@ class RecallService:
         history: delivered already read, so no agent answers them (they are in its memory)."""
         world = self.get_world(world_id)
         _check_int("batch_size", batch_size, 1)
-        roster = self.roster(world.id)
+        roster = self.roster(world.key)
         now = datetime.now(UTC)
         routed = [replace(self._route(world, roster, r), read_at=now) for r in requests]
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):
             chunk = routed[start : start + batch_size]
-            stored.extend(self.append_messages(world.id, chunk))
+            stored.extend(self.append_messages(world.key, chunk))
             if progress is not None:
                 progress(len(chunk))
         return stored
 
     def get_message(self, world_id: str, message_id: int) -> Message:
         world = self.get_world(world_id)
-        message = self.store.get_message(world.id, message_id)
+        message = self.store.get_message(world.key, message_id)
         if message is None:
             raise InvalidInputError("message_id", f"no message {message_id} in world {world.id!r}")
         return message
@@ -487,7 +527,7 @@ class RecallService:
         world = self.get_world(world_id)
         _check_int("after", after, 0, MAX_MESSAGE_ID)
         _check_int("limit", limit, 1, 1000)
-        return self.store.list_messages(world.id, _check_chat(chat_id), after, limit, any_chat)
+        return self.store.list_messages(world.key, _check_chat(chat_id), after, limit, any_chat)
 
     # -- inbox and turns ------------------------------------------------------------------
 
@@ -652,12 +692,12 @@ class RecallService:
     def decide(self, world_id: str, agent_id: str, message_id: int) -> Decision:
         """Would the agent answer this message now, given its turn counter? Resets it if due."""
         world = self.get_world(world_id)
-        agent = self.get_agent(world.id, agent_id)
-        message = self.get_message(world.id, message_id)
-        count = self.store.turn_count(world.id, agent.id)
+        agent = self.get_agent(world.key, agent_id)
+        message = self.get_message(world.key, message_id)
+        count = self.store.turn_count(world.key, agent.id)
         decision = decide(agent.id, message, count, self.turn_limit(world))
         if decision.turn_count != count:
-            self.store.set_turn_count(world.id, agent.id, decision.turn_count)
+            self.store.set_turn_count(world.key, agent.id, decision.turn_count)
         return decision
 
     def record_llm_call(self, world_id: str, agent_id: str) -> int:
@@ -712,7 +752,7 @@ class RecallService:
     ) -> Context:
         """The context the agent's next model call receives in a chat, with its report."""
         world = self.get_world(world_id)
-        agent = self.get_agent(world.id, agent_id)
+        agent = self.get_agent(world.key, agent_id)
         chat = _check_chat(chat_id)
         if channel is not None and channel not in CHANNELS:
             raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {channel!r}")
@@ -727,24 +767,24 @@ class RecallService:
         )
         if message_id is not None:
             _check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
-            self.get_message(world.id, message_id)
+            self.get_message(world.key, message_id)
 
-        counts = self.store.memory_counts(world.id, agent.id)
+        counts = self.store.memory_counts(world.key, agent.id)
         counter = TokenCounter(encoding_for_model(model))
-        recent = list(islice(self.store.iter_memory(world.id, agent.id, chat), RECENT_SCAN))
+        recent = list(islice(self.store.iter_memory(world.key, agent.id, chat), RECENT_SCAN))
         long_term = self.long_term.context_blocks(world, agent.id, recent, counter)
         request = ContextRequest(
             agent=agent,
             chat_id=chat,
             system_prompt=build_system_prompt(agent, channel),
-            memory=self.store.iter_memory(world.id, agent.id, chat),
+            memory=self.store.iter_memory(world.key, agent.id, chat),
             history_limit=depth,
             incoming_limit=max(self.settings.incoming_limit, 1),
             max_tokens=budget,
             counter=counter,
             chat_memory_total=counts.get(chat, 0),
             other_chat_total=sum(n for c, n in counts.items() if c != chat),
-            blocks=[*long_term, *blocks, self._observations_block(world.id, agent.id, observation)],
+            blocks=[*long_term, *blocks, self._observations_block(world.key, agent.id, observation)],
             trigger_id=message_id,
             summarizer=summarizer if summarizer is not None else self.summarizer,
             compress_above=self.settings.compress_above,

@@ -373,3 +373,27 @@ async def test_http_agent_key_cannot_reach_another_agents_facts(secured: Served)
         mine = ok(await session.call_tool("facts", {"action": "list", "scope": "agent:w/agent-a", "world": "w",
                                                      "agent": "agent-a"}))  # fmt: skip
         assert mine == {"facts": [], "sections": {}}
+
+
+@pytest.mark.anyio
+async def test_http_tools_act_in_the_callers_own_world_of_an_id(secured: Served) -> None:
+    """World ids are per tenant (spec §8): globex creates a `w` of its own beside acme's, and each
+    key's tools reach only its tenant's `w` (messages, sends, agent facts)."""
+    with httpx.Client(base_url=secured.url, headers={"Authorization": "Bearer k-globex"}) as c:
+        assert c.post("/v1/worlds", json={"id": "w"}).status_code == 201
+        c.post("/v1/worlds/w/agents", json={"id": "agent-a"}).raise_for_status()
+        c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+        c.post("/v1/worlds/w/messages", json={"sender": "maria", "content": "@agent-a globex task"}).raise_for_status()
+    mine = {"world": "w", "agent": "agent-a"}
+    async with mcp_session(secured.url, "k-globex") as session:
+        checked = ok(await session.call_tool("messages", {"action": "check", **mine}))
+        assert [(m["content"], m["world_id"]) for m in checked["new_mentions"]] == [("@agent-a globex task", "w")]
+        ok(await session.call_tool("messages", {"action": "send", "content": "on it", **mine}))
+        added = {"action": "add", "scope": "agent:w/agent-a", "content": "globex fact", **mine}
+        assert ok(await session.call_tool("facts", added))["content"] == "globex fact"
+    async with mcp_session(secured.url, "k-a") as session:  # acme's agent-a, in acme's `w`
+        assert ok(await session.call_tool("messages", {"action": "check", **mine}))["new_mentions"] == []
+        listed = ok(await session.call_tool("facts", {"action": "list", "scope": "agent:w/agent-a", **mine}))
+        assert listed == {"facts": [], "sections": {}}
+    with httpx.Client(base_url=secured.url, headers={"Authorization": "Bearer k-admin"}) as c:
+        assert c.get("/v1/worlds/w/messages").json()["messages"] == []

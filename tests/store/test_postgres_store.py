@@ -64,7 +64,7 @@ def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) ->
         two.world("w").add_agent("late")  # another replica registers an agent
         assert one.service.store.change_version() > version
         second = world.post("maria", "@late hello")
-        assert one.service.recipients(second) == ("a", "late")
+        assert one.service.recipients(world.key, second) == ("a", "late")
         assert [m.content for m in two.world("w").agent("late").inbox()] == ["@late hello"]
         third = two.world("w").post("maria", "from replica two")
         assert first.id < second.id < third.id  # one order of ids across replicas

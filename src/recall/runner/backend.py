@@ -77,6 +77,8 @@ class LocalBackend:
         self.agent = agent
         self.service = agent.service
         self.world_id = agent.world_id
+        #: What the service's per-world methods take (the world's key).
+        self._world = agent.world.key
         self.agent_id = agent.profile.id
         self._seen = 0
 
@@ -84,35 +86,35 @@ class LocalBackend:
         deadline = time.monotonic() + timeout
         while True:
             seen = self.service.post_count  # read before checking, so no post is missed
-            found = list(self.service.check(self.world_id, self.agent_id, limit=100).new_mentions)
+            found = list(self.service.check(self._world, self.agent_id, limit=100).new_mentions)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0:
                 return found
             self.service.wait_for_posts(seen, min(remaining, self.POLL))
 
     def decide(self, message: Message) -> Decision:
-        return self.service.decide(self.world_id, self.agent_id, message.id)
+        return self.service.decide(self._world, self.agent_id, message.id)
 
     def context(self, message: Message) -> list[dict[str, Any]]:
         return self.agent.context(message.chat_id, message=message.id).openai()
 
     def record_llm_call(self) -> int:
-        return self.service.record_llm_call(self.world_id, self.agent_id)
+        return self.service.record_llm_call(self._world, self.agent_id)
 
     def send(
         self, content: str, *, chat: str | None, parent: int | None, metadata: Mapping[str, Any] | None = None
     ) -> int:
-        return self.service.send(self.world_id, self.agent_id, content, chat, parent, metadata=metadata).id
+        return self.service.send(self._world, self.agent_id, content, chat, parent, metadata=metadata).id
 
     def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
         request = PostRequest(
             TOOL_SENDER, content, chat, parent_id=parent, metadata=_tool_metadata(self.agent_id, call_id)
         )
-        return self.service.post(self.world_id, request).id
+        return self.service.post(self._world, request).id
 
     def ack(self, message_ids: Sequence[int]) -> None:
         if message_ids:
-            self.service.ack(self.world_id, self.agent_id, list(message_ids))
+            self.service.ack(self._world, self.agent_id, list(message_ids))
 
     def extract(self, chat: str | None) -> None:
         self.agent.extract(chat)

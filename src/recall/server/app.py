@@ -33,7 +33,6 @@ from recall.errors import (
     InvalidInputError,
     NotFoundError,
     RecallError,
-    UnknownWorldError,
 )
 from recall.server import schemas
 from recall.server.access import (
@@ -155,21 +154,20 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     _install_error_handlers(app)
 
     def world_of(world: str, who: Principal) -> WorldRecord:
-        record = service.get_world(world)
-        if state.keys.enabled and record.tenant != who.tenant:
-            # Another tenant's world does not exist for this caller.
-            raise UnknownWorldError(world)
-        return record
+        """The caller's world `world`: ids are the tenant's own, so another tenant's world of
+        that id does not exist for this caller. Handlers pass on its key."""
+        return service.resolve_world(world, who.tenant if state.keys.enabled else None)
 
     def agent_of(world: str, agent: str, who: Principal) -> tuple[str, str]:
+        """(world key, agent id) of an agent the caller may act as."""
         record = world_of(world, who)
-        profile = service.get_agent(record.id, agent)
+        profile = service.get_agent(record.key, agent)
         who.require_agent(profile.id)
-        state.limiter.hit(record.id, profile.id)
-        return record.id, profile.id
+        state.limiter.hit(record.key, profile.id)
+        return record.key, profile.id
 
-    def posted(message: Message, delivered: tuple[str, ...]) -> dict[str, Any]:
-        state.notifier.notify(message.world_id, message)
+    def posted(message: Message, world_key: str, delivered: tuple[str, ...]) -> dict[str, Any]:
+        state.notifier.notify(world_key, message)
         state.metrics.observe_post(len(delivered))
         return {**message.to_dict(), "delivered_to": list(delivered)}
 
@@ -212,12 +210,12 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     @app.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
     def get_world(world: str, who: Caller) -> dict[str, Any]:
         record = world_of(world, who)
-        people = service.participants(record.id)
+        people = service.participants(record.key)
         return {
             **_world_json(record),
             "agents": [p.id for p in people if p.kind == "agent"],
             "humans": [p.id for p in people if p.kind == "human"],
-            "chats": [{"id": c, "messages": n} for c, n in service.store.list_chats(record.id)],
+            "chats": [{"id": c, "messages": n} for c, n in service.store.list_chats(record.key)],
         }
 
     @app.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
@@ -225,14 +223,14 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         who.require_admin("register agents")
         record = world_of(world, who)
         settings = body.model_dump(exclude={"id"})
-        profile = service.add_agent(record.id, body.id, **settings)
+        profile = service.add_agent(record.key, body.id, **settings)
         return {"world_id": record.id, "id": profile.id, "kind": "agent", **settings}
 
     @app.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
     def add_human(world: str, body: schemas.HumanIn, who: Caller) -> dict[str, Any]:
         who.require_admin("register humans")
         record = world_of(world, who)
-        human = service.add_human(record.id, body.id)
+        human = service.add_human(record.key, body.id)
         return {"world_id": record.id, "id": human.id, "kind": "human"}
 
     # -- messages -------------------------------------------------------------------------------
@@ -251,8 +249,8 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             body.idempotency_key,
             body.metadata,
         )
-        message, delivered = await state.writer.post(world, request, check=lambda: world_of(world, who))
-        return JSONResponse(posted(message, delivered), status_code=201)
+        posted_message = await state.writer.post(lambda: world_of(world, who).key, request)
+        return JSONResponse(posted(*posted_message), status_code=201)
 
     @app.get("/v1/worlds/{world}/messages", tags=["messages"], summary="A chat's messages, oldest first")
     def list_messages(
@@ -267,14 +265,14 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         ] = False,
     ) -> dict[str, Any]:
         record = world_of(world, who)
-        messages = service.messages(record.id, chat_id, after, limit, all_chats)
+        messages = service.messages(record.key, chat_id, after, limit, all_chats)
         return {
-            "messages": [_detailed(m) if detail else m.to_dict() for m in messages],
+            "messages": [_detailed(record.key, m) if detail else m.to_dict() for m in messages],
             "next_after": messages[-1].id if len(messages) == limit else None,
         }
 
-    def _detailed(message: Message) -> dict[str, Any]:
-        delivered = service.recipients(message)
+    def _detailed(world_key: str, message: Message) -> dict[str, Any]:
+        delivered = service.recipients(world_key, message)
         responders = [agent for agent in delivered if would_respond(agent, message)]
         return {**message.to_dict(), "delivered_to": list(delivered), "would_respond": responders}
 
@@ -348,8 +346,8 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         request = PostRequest(
             agent_id, body.content, body.chat_id, None, body.parent_id, None, body.idempotency_key, body.metadata
         )
-        message, delivered = await state.writer.post(world_id, request)
-        out = posted(message, delivered)
+        message, world_key, delivered = await state.writer.post(world_id, request)
+        out = posted(message, world_key, delivered)
         return {
             "message_id": message.id,
             "timestamp": message.created_at.isoformat(),

@@ -119,7 +119,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     @app.post("/v1/worlds/{world}/memories", status_code=201, tags=["memories"], summary="Add a shared memory")
     def add_shared_note(world: str, body: schemas.NoteIn, who: Caller) -> JSONResponse:
         record = world_of(world, who)
-        note = memory.add_note(record.id, **_note_args(body))
+        note = memory.add_note(record.key, **_note_args(body))
         return JSONResponse(note.to_dict(), status_code=201)
 
     @app.get("/v1/worlds/{world}/memories", tags=["memories"], summary="Shared memories, most important first")
@@ -130,7 +130,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         record = world_of(world, who)
-        return {"memories": [n.to_dict() for n in memory.list_notes(record.id, None, min_importance, limit)]}
+        return {"memories": [n.to_dict() for n in memory.list_notes(record.key, None, min_importance, limit)]}
 
     @app.delete("/v1/worlds/{world}/memories/{note_id}", tags=["memories"], summary="Delete a shared memory")
     def delete_shared_note(
@@ -138,7 +138,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     ) -> dict[str, bool]:
         who.require_admin("delete shared memories")
         record = world_of(world, who)
-        memory.delete_note(record.id, note_id)
+        memory.delete_note(record.key, note_id)
         return {"deleted": True}
 
     @app.post(
@@ -201,7 +201,7 @@ def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf
     def search_world(world: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:
         who.require_admin("search a whole world (agents search through their own route)")
         record = world_of(world, who)
-        return _search(record.id, record.tenant, None, body)
+        return _search(record.key, record.tenant, None, body)
 
     @app.post("/v1/worlds/{world}/agents/{agent}/search", tags=["search"], summary="Search what an agent may see")
     def search_agent(world: str, agent: str, body: schemas.SearchIn, who: Caller) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recall import __version__
 from recall.core.inbox import CheckResult
-from recall.errors import RecallError, UnknownWorldError
+from recall.errors import RecallError
 from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
 from recall.server.app import MAX_WAIT_SECONDS, ServerState
 from recall.server.inbox import Notifier, wait_for_mentions
@@ -72,6 +72,8 @@ class _Gate:
     limiter: RateLimiter | None = None
     world: str | None = None
     agent: str | None = None
+    #: The tenant of `world` (and of worlds calls name) when there are no keys; None: any.
+    tenant: str | None = None
 
     def _principal(self, ctx: ToolContext) -> Principal:
         if self.keys is None:
@@ -80,7 +82,7 @@ class _Gate:
         return self.keys.principal(headers.get("authorization"))
 
     def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
-        """The stored (world id, agent id) the call acts on, once the caller may act as that agent."""
+        """The (world key, agent id) the call acts on, once the caller may act as that agent."""
         who = self._principal(ctx)
         world = world or self.world
         # A key bound to an agent acts as that agent unless the call names one.
@@ -89,23 +91,24 @@ class _Gate:
             raise ToolError("world: name the world (no default world was configured)")
         if not agent:
             raise ToolError("agent: name the agent to act as (no default agent was configured)")
-        record = self.service.get_world(world)
-        if self.keys is not None and self.keys.enabled and record.tenant != who.tenant:
-            # Another tenant's world does not exist for this caller, as over REST.
-            raise UnknownWorldError(world)
-        agent_id = self.service.get_agent(record.id, agent).id
+        # World ids are the tenant's own: another tenant's world does not exist for this caller,
+        # as over REST. Without keys (stdio, an open server) the id names it in any tenant.
+        keyed = self.keys is not None and self.keys.enabled
+        record = self.service.resolve_world(world, who.tenant if keyed else self.tenant)
+        agent_id = self.service.get_agent(record.key, agent).id
         who.require_agent(agent_id)
         if self.limiter is not None:
-            self.limiter.hit(record.id, agent_id)
-        return record.id, agent_id
+            self.limiter.hit(record.key, agent_id)
+        return record.key, agent_id
 
     def scope(self, ctx: ToolContext, scope: str, world: str | None, agent: str | None) -> tuple[str, str]:
         """(canonical scope, tenant) of a facts call: the caller acts as its agent, which reaches
         user and world scopes and its own agent scope, never another agent's."""
-        world_id, agent_id = self.enter(ctx, world, agent)
-        tenant = self.service.get_world(world_id).tenant
+        world_key, agent_id = self.enter(ctx, world, agent)
+        record = self.service.get_world(world_key)
+        tenant = record.tenant
         canonical = self.service.long_term.scope(scope, tenant)
-        if canonical.startswith("agent:") and canonical != f"agent:{world_id.lower()}/{agent_id.lower()}":
+        if canonical.startswith("agent:") and canonical != f"agent:{record.id.lower()}/{agent_id.lower()}":
             raise ForbiddenError(f"agent {agent_id!r} cannot reach another agent's facts ({canonical})")
         return canonical, tenant
 
@@ -119,15 +122,17 @@ def build_mcp_server(
     world: str | None = None,
     agent: str | None = None,
     poll_interval: float | None = None,
+    tenant: str | None = None,
 ) -> MCPServer[Any]:
     """An MCP server with the tools messages, context, remember, recall and forget.
 
     `keys` and `limiter` are the HTTP server's (None on stdio); `world` and `agent` are what
-    the tools act on when a call leaves them out. `notifier` wakes waiting checks on a send;
+    the tools act on when a call leaves them out, and without keys `tenant` is whose worlds
+    they name (None: the only world of an id in any tenant). `notifier` wakes waiting checks on a send;
     with `poll_interval` a waiting check also looks again every that many seconds, for posts
     that reach the store without passing this process's notifier.
     """
-    gate = _Gate(service, keys, limiter, world, agent)
+    gate = _Gate(service, keys, limiter, world, agent, tenant)
     server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     world_help = "World id" + (f" (default {world!r})" if world else "")
@@ -177,7 +182,7 @@ def build_mcp_server(
                     service.send, world_id, agent_id, content or "", chat_id, parent_id, idempotency_key
                 )
                 # A post wakes the waiting checks of the agents it is for (see inbox.py).
-                notifier.notify(message.world_id, message)
+                notifier.notify(world_id, message)
                 return {
                     "message_id": message.id,
                     "timestamp": message.created_at.isoformat(),
@@ -476,10 +481,14 @@ def mount_mcp(app: FastAPI) -> MCPServer[Any]:
     return server
 
 
-async def run_stdio(service: RecallService, world: str | None = None, agent: str | None = None) -> None:
+async def run_stdio(
+    service: RecallService, world: str | None = None, agent: str | None = None, tenant: str | None = None
+) -> None:
     """Serve the tools over stdin/stdout until the client closes them."""
     # The process's own notifier: the session runs calls concurrently, so a `send` wakes a
     # waiting check at once. Posts by other processes (the CLI, a server on the same file)
     # never pass it, so a waiting check also looks at the store every second.
-    server = build_mcp_server(service, Notifier(), world=world, agent=agent, poll_interval=STDIO_POLL_SECONDS)
+    server = build_mcp_server(
+        service, Notifier(), world=world, agent=agent, poll_interval=STDIO_POLL_SECONDS, tenant=tenant
+    )
     await server.run_stdio_async()

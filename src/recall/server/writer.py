@@ -20,15 +20,15 @@ from recall.core.models import Message
 from recall.service import PostRequest, RecallService
 from recall.store.base import NewMessage
 
-#: A stored message and the agents it was delivered to.
-Posted = tuple[Message, tuple[str, ...]]
+#: A stored message, its world's key and the agents it was delivered to.
+Posted = tuple[Message, str, tuple[str, ...]]
 
 
 @dataclass
 class _Waiting:
-    world: str
+    #: The world's key, or the caller's access check that finds it (it may read the store).
+    world: str | Callable[[], str]
     request: PostRequest
-    check: Callable[[], object] | None
     future: asyncio.Future[Posted]
 
 
@@ -40,13 +40,13 @@ class PostWriter:
         self._flushing: asyncio.Task[None] | None = None
         self.transactions = 0
 
-    async def post(self, world_id: str, request: PostRequest, check: Callable[[], object] | None = None) -> Posted:
-        """Store one post with whatever others arrive with it; the stored message and its
-        recipients. `check` (the caller's access check, which may read the store) runs first,
-        in the worker thread."""
+    async def post(self, world: str | Callable[[], str], request: PostRequest) -> Posted:
+        """Store one post with whatever others arrive with it; the stored message, its world's
+        key and its recipients. `world` is the world's key, or the caller's access check that
+        returns it (it may read the store, so it runs in the worker thread)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Posted] = loop.create_future()
-        self._pending.append(_Waiting(world_id, request, check, future))
+        self._pending.append(_Waiting(world, request, future))
         if self._flushing is None:
             # Started on the loop's next turn, so the posts already in it join the first batch.
             self._flushing = loop.create_task(self._flush())
@@ -73,9 +73,8 @@ class PostWriter:
         by_world: dict[str, list[tuple[int, NewMessage]]] = defaultdict(list)
         for index, waiting in enumerate(batch):
             try:
-                if waiting.check is not None:
-                    waiting.check()
-                world, routed = self.service.prepare_posts(waiting.world, [waiting.request])
+                key = waiting.world if isinstance(waiting.world, str) else waiting.world()
+                world, routed = self.service.prepare_posts(key, [waiting.request])
             except Exception as exc:  # noqa: BLE001 - the post learns why it was refused
                 results[index] = exc
                 continue
@@ -85,7 +84,7 @@ class PostWriter:
             try:
                 stored = self.service.append_messages(world, [new for _, new in items])
                 for (index, _), message in zip(items, stored, strict=True):
-                    results[index] = (message, self.service.recipients(message))
+                    results[index] = (message, world, self.service.recipients(world, message))
             except Exception as exc:  # noqa: BLE001 - every post of the batch learns why it failed
                 for index, _ in items:
                     results[index] = exc

@@ -17,11 +17,20 @@ from recall.core.models import Message, SenderType
 
 @dataclass(frozen=True)
 class WorldRecord:
+    """A world. `id` is what its tenant calls it (unique within the tenant); `key` is unique in
+    the store and is what every per-world row and store method (their `world_id` arguments)
+    refer to. They are equal unless another tenant had the id first (see rows.new_world_key)."""
+
     id: str
     name: str
     created_at: datetime
     turn_limit: int | None = None
     tenant: str = ""
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.id)
 
 
 @dataclass(frozen=True)
@@ -135,11 +144,23 @@ class ContextSession:
 
 
 class Store(Protocol):
+    """Every `world_id` argument below is a world's key (`WorldRecord.key`); the records and
+    messages the store returns carry the world's id (`world_id_of` the key)."""
+
     # worlds and participants
     def create_world(
         self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
-    ) -> WorldRecord: ...
+    ) -> WorldRecord:
+        """A new world `world_id` of `tenant`, with a key of its own; ConflictError when the
+        tenant has a world of that id already."""
+        ...
+
     def get_world(self, world_id: str) -> WorldRecord | None: ...
+    def find_worlds(self, world_id: str, tenant: str | None = None) -> list[WorldRecord]:
+        """The world of `tenant` with the id `world_id` (any case), or with tenant None every
+        tenant's."""
+        ...
+
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]: ...
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord: ...
     def get_participant(self, world_id: str, participant_id: str) -> ParticipantRecord | None: ...

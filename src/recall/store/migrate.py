@@ -22,7 +22,7 @@ from recall.store.postgres import PostgresStore
 
 #: (table, the columns copied and compared, the order rows are read in) — parents first.
 TABLES: tuple[tuple[str, str, str], ...] = (
-    ("worlds", "id, name, turn_limit, created_at, tenant", "id"),
+    ("worlds", "key, id, name, turn_limit, created_at, tenant", "key"),
     ("participants", "key, world_id, id, kind, profile, created_at", "key"),
     ("chats", "world_id, id, created_at", "world_id, id"),
     (

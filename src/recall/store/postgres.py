@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
+from recall.errors import ConflictError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -47,10 +49,12 @@ from recall.store.rows import (
     fact_record,
     merged_sections,
     message_record,
+    new_world_key,
     note_record,
     plan_batch,
     recipient_key,
     ts,
+    world_id_of,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
 from recall.store.urls import redacted_url, url_password
@@ -58,6 +62,7 @@ from recall.store.urls import redacted_url, url_password
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
 _MIGRATION_LOCK = 7_311_000
+_WORLDS_LOCK = 7_311_003
 #: Connections per process.
 POOL_SIZE = 8
 #: Seconds the first, direct connection may take (libpq's least is 2), unless the URL says.
@@ -163,12 +168,21 @@ class PostgresStore(SQLReads):
         self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
     ) -> WorldRecord:
         with self._write() as cur:
+            # One world created at a time across replicas: the check and the key stay true.
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_WORLDS_LOCK,))
+            if cur.execute("SELECT 1 FROM worlds WHERE tenant = %s AND id = %s", (tenant, world_id)).fetchone():
+                raise ConflictError(f"world {world_id!r} already exists")
+            key = new_world_key(
+                world_id,
+                tenant,
+                lambda k: cur.execute("SELECT 1 FROM worlds WHERE key = %s", (k,)).fetchone() is not None,
+            )
             cur.execute(
-                "INSERT INTO worlds (id, name, turn_limit, created_at, tenant) VALUES (%s, %s, %s, %s, %s)",
-                (world_id, name, turn_limit, ts(created_at), tenant),
+                "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES (%s, %s, %s, %s, %s, %s)",
+                (key, world_id, name, turn_limit, ts(created_at), tenant),
             )
             self._bump(cur)
-        return WorldRecord(world_id, name, created_at, turn_limit, tenant)
+        return WorldRecord(world_id, name, created_at, turn_limit, tenant, key)
 
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as cur:
@@ -177,7 +191,7 @@ class PostgresStore(SQLReads):
                 (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
             )
             self._bump(cur)
-        return record
+        return replace(record, world_id=world_id_of(record.world_id))
 
     def _agent_keys(self, cur: psycopg.Cursor[Any], world_id: str, agents: Iterable[str]) -> dict[str, int]:
         rows = cur.execute(

@@ -191,6 +191,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        4,
+        """
+        -- World ids are unique per tenant (spec §8), as in the SQLite store's version 6: the old
+        -- primary key becomes `key`, which every per-world row goes on referencing (foreign keys
+        -- follow a renamed column); `id` is what the tenant calls the world.
+        ALTER TABLE worlds RENAME COLUMN id TO key;
+        ALTER TABLE worlds ADD COLUMN id CITEXT;
+        UPDATE worlds SET id = key;
+        ALTER TABLE worlds ALTER COLUMN id SET NOT NULL;
+        CREATE UNIQUE INDEX worlds_by_tenant ON worlds (tenant, id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

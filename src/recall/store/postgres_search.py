@@ -148,8 +148,8 @@ class PostgresSearchIndex(SQLiteSearchIndex):
             row = db.execute("SELECT value FROM search_state WHERE name = %s", (_STATE_MESSAGES,)).fetchone()
             mark = int(row[0]) if row else 0
             messages = db.execute(
-                "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at"
-                " FROM messages m JOIN worlds w ON w.id = m.world_id WHERE m.id > %s ORDER BY m.id LIMIT %s",
+                "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at, w.id"
+                " FROM messages m JOIN worlds w ON w.key = m.world_id WHERE m.id > %s ORDER BY m.id LIMIT %s",
                 (mark, limit),
             ).fetchall()
             if not messages:
@@ -167,7 +167,8 @@ class PostgresSearchIndex(SQLiteSearchIndex):
                         (m[1], m[3], m[0]),
                     ).fetchone()
                     previous[chat] = str(found[0]) if found else ""
-                rows.append((m[2], m[1], m[0], m[3] or None, m[4], m[7], text, previous[chat]))
+                # The space is the world's id in its tenant, as for its notes and facts.
+                rows.append((m[2], m[8], m[0], m[3] or None, m[4], m[7], text, previous[chat]))
                 previous[chat] = text
             db.executemany(
                 "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"

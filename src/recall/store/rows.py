@@ -3,9 +3,10 @@ seconds, JSON as text and the default chat as '', so one set of mappers serves t
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,11 +50,26 @@ def chat_id_of(key: str) -> str | None:
     return key or None
 
 
-WORLD_COLUMNS = "id, name, created_at, turn_limit, tenant"
+WORLD_COLUMNS = "id, name, created_at, turn_limit, tenant, key"
 
 
 def world_record(row: Sequence[Any]) -> WorldRecord:
-    return WorldRecord(row[0], row[1], dt(row[2]), row[3], row[4])
+    return WorldRecord(row[0], row[1], dt(row[2]), row[3], row[4], row[5])
+
+
+def new_world_key(world_id: str, tenant: str, taken: Callable[[str], bool]) -> str:
+    """The key of a new world: its id, unless some world (another tenant's) has that key; then
+    'TENANT/ID' (then 'TENANT/2/ID', … should tenants differ only in case). Ids never hold '/',
+    so every key ends with its world's id after the last '/': `world_id_of` reads it back."""
+    candidates = itertools.chain(
+        (world_id, f"{tenant}/{world_id}"), (f"{tenant}/{n}/{world_id}" for n in itertools.count(2))
+    )
+    return next(key for key in candidates if not taken(key))
+
+
+def world_id_of(key: str) -> str:
+    """The id of the world a key names (what its tenant calls it)."""
+    return key.rpartition("/")[2]
 
 
 def json_list(items: Sequence[str]) -> str:
@@ -79,7 +95,7 @@ def recipient_key(keys: dict[str, int], agent_id: str) -> int:
 def message_record(row: Sequence[Any]) -> Message:
     return Message(
         id=row[0],
-        world_id=row[1],
+        world_id=world_id_of(row[1]),
         chat_id=chat_id_of(row[2]),
         sender=row[3],
         sender_type=SenderType(row[4]),
@@ -103,11 +119,11 @@ def fact_record(row: Sequence[Any]) -> Fact:
 
 
 def note_record(row: Sequence[Any]) -> Note:
-    return Note(row[0], row[1], row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), dt(row[8]))
+    return Note(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), dt(row[8]))
 
 
 def participant_record(row: Sequence[Any]) -> ParticipantRecord:
-    return ParticipantRecord(row[0], row[1], row[2], dt(row[4]), json.loads(row[3]))
+    return ParticipantRecord(world_id_of(row[0]), row[1], row[2], dt(row[4]), json.loads(row[3]))
 
 
 @dataclass
@@ -165,7 +181,7 @@ def plan_batch(
         plan.chats.setdefault(chat, new.created_at)
         message = Message(
             id=message_id,
-            world_id=world_id,
+            world_id=world_id_of(world_id),
             sender=new.sender,
             sender_type=new.sender_type,
             content=new.content,

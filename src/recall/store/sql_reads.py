@@ -56,12 +56,20 @@ class SQLReads:
         raise NotImplementedError
 
     def get_world(self, world_id: str) -> WorldRecord | None:
-        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = ?", (world_id,))
+        """The world whose key is `world_id`."""
+        rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE key = ?", (world_id,))
         return world_record(rows[0]) if rows else None
+
+    def find_worlds(self, world_id: str, tenant: str | None = None) -> list[WorldRecord]:
+        if tenant is None:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE id = ? ORDER BY tenant", (world_id,))
+        else:
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = ? AND id = ?", (tenant, world_id))
+        return [world_record(r) for r in rows]
 
     def list_worlds(self, tenant: str | None = None) -> list[WorldRecord]:
         if tenant is None:
-            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY id")
+            rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds ORDER BY id, tenant")
         else:
             rows = self._read(f"SELECT {WORLD_COLUMNS} FROM worlds WHERE tenant = ? ORDER BY id", (tenant,))
         return [world_record(r) for r in rows]

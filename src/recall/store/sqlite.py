@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
-from recall.errors import InvalidInputError
+from recall.errors import ConflictError, InvalidInputError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -45,10 +46,12 @@ from recall.store.rows import (
     fact_record,
     merged_sections,
     message_record,
+    new_world_key,
     note_record,
     plan_batch,
     recipient_key,
     ts,
+    world_id_of,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
@@ -177,11 +180,18 @@ class SQLiteStore(SQLReads):
         self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
     ) -> WorldRecord:
         with self._write() as db:
-            db.execute(
-                "INSERT INTO worlds (id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?)",
-                (world_id, name, turn_limit, ts(created_at), tenant),
+            if db.execute("SELECT 1 FROM worlds WHERE tenant = ? AND id = ?", (tenant, world_id)).fetchone():
+                raise ConflictError(f"world {world_id!r} already exists")
+            key = new_world_key(
+                world_id,
+                tenant,
+                lambda k: db.execute("SELECT 1 FROM worlds WHERE key = ?", (k,)).fetchone() is not None,
             )
-        return WorldRecord(world_id, name, created_at, turn_limit, tenant)
+            db.execute(
+                "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, world_id, name, turn_limit, ts(created_at), tenant),
+            )
+        return WorldRecord(world_id, name, created_at, turn_limit, tenant, key)
 
     def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
         with self._write() as db:
@@ -189,7 +199,7 @@ class SQLiteStore(SQLReads):
                 "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
                 (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
             )
-        return record
+        return replace(record, world_id=world_id_of(record.world_id))
 
     def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
         """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`

@@ -227,6 +227,22 @@ MIGRATIONS: list[tuple[int, str]] = [
         INSERT INTO search_fts (search_fts) VALUES ('rebuild');
         """,
     ),
+    (
+        6,
+        """
+        -- World ids are unique per tenant (spec §8): two tenants may each have a world 'support'.
+        -- The old primary key becomes `key`, the world's name in the store, which every per-world
+        -- row (participants, chats, messages, notes, counters, ...) goes on referencing (SQLite
+        -- renames the references with the column). `id` is what the tenant calls the world.
+        -- Existing worlds keep key = id, and a new world whose id is already a key gets another
+        -- key ending with '/ID' (see rows.new_world_key). No semicolons in comments: the
+        -- migration runner splits statements on them.
+        ALTER TABLE worlds RENAME COLUMN id TO key;
+        ALTER TABLE worlds ADD COLUMN id TEXT NOT NULL DEFAULT '' COLLATE NOCASE;
+        UPDATE worlds SET id = key;
+        CREATE UNIQUE INDEX worlds_by_tenant ON worlds (tenant, id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -308,8 +308,8 @@ class SQLiteSearchIndex:
             row = db.execute("SELECT value FROM search_state WHERE name = ?", (_STATE_MESSAGES,)).fetchone()
             mark = int(row[0]) if row else 0
             messages = db.execute(
-                "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at"
-                " FROM messages m JOIN worlds w ON w.id = m.world_id WHERE m.id > ? ORDER BY m.id LIMIT ?",
+                "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at, w.id"
+                " FROM messages m JOIN worlds w ON w.key = m.world_id WHERE m.id > ? ORDER BY m.id LIMIT ?",
                 (mark, limit),
             ).fetchall()
             if not messages:
@@ -325,7 +325,8 @@ class SQLiteSearchIndex:
                     "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"
                     " created_at, text, context, embedded) VALUES (?, ?, 'message', ?, '', ?, ?, NULL, ?, ?, ?, 0)"
                     " ON CONFLICT (kind, source_id) DO NOTHING RETURNING id",
-                    (m[2], m[1], m[0], m[3] or None, m[4], m[7], text, context),
+                    # The space is the world's id in its tenant, as for its notes and facts.
+                    (m[2], m[8], m[0], m[3] or None, m[4], m[7], text, context),
                 ).fetchone()
                 if new is not None:
                     db.execute(
