@@ -77,6 +77,8 @@ class AnthropicModel(HostedModel):
         return ModelReply(text, calls)
 
     def _list_models(self) -> None:
+        import anthropic  # loaded already by the client
+
         try:
             self._client.with_options(max_retries=CHECK_RETRIES).models.list()
         except anthropic.AnthropicError as e:

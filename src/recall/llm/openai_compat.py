@@ -71,6 +71,8 @@ class OpenAICompatibleModel(HostedModel):
         return ModelReply(message.content or "", calls)
 
     def _list_models(self) -> None:
+        import openai  # loaded already by the client
+
         try:
             self._client.with_options(max_retries=CHECK_RETRIES).models.list()
         except openai.OpenAIError as e:
