@@ -16,6 +16,14 @@ AGENT_A_PROMPT = "You are agent A. You answer questions."
 AGENT_B_PROMPT = "You are agent B. You review answers."
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each backend: a SQLite file, then a PostgreSQL database (by URL)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "recall.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Where the `mem` fixture keeps its SQLite file."""

@@ -15,17 +15,10 @@ from recall.cli import app
 from recall.errors import AmbiguousWorldError
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "recall.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
-def mem(db: str) -> Iterator[Recall]:
+def mem(store_location: str) -> Iterator[Recall]:
     """A store holding world `solo` of tenant acme (what `POST /v1/worlds` with acme's key makes)."""
-    with Recall(db, Settings(index_interval=0)) as recall:
+    with Recall(store_location, Settings(index_interval=0)) as recall:
         recall.service.create_world("solo", tenant="acme")
         yield recall
 

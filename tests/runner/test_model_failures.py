@@ -30,16 +30,9 @@ CHAT = "/v1/chat/completions"
 SETTINGS = Settings(embeddings="none", index_interval=0)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "r.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
-def mem(db: str) -> Iterator[Recall]:
-    with Recall(db, SETTINGS) as mem:
+def mem(store_location: str) -> Iterator[Recall]:
+    with Recall(store_location, SETTINGS) as mem:
         world = mem.world("w", create=True)
         world.add_human("maria")
         world.add_agent("helper", system_prompt="You are helper.")

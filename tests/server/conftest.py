@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from recall.api import Recall
 from recall.server.app import create_app
@@ -37,12 +39,11 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
 
-def start_server(db: str | Path, config: ServerConfig, settings: Settings | None = None) -> LiveServer:
-    mem = Recall(db, settings or Settings())
+def start_uvicorn(app: FastAPI) -> tuple[str, uvicorn.Server, threading.Thread]:
+    """Serve `app` with uvicorn in a thread on a free loopback port, once it accepts requests:
+    its URL, the server and the thread (set `server.should_exit` and join to stop it)."""
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(mem.service, config), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -50,7 +51,24 @@ def start_server(db: str | Path, config: ServerConfig, settings: Settings | None
         if time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
-    live = LiveServer(f"http://127.0.0.1:{port}", mem, server)
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+@contextmanager
+def running(app: FastAPI) -> Iterator[str]:
+    """`start_uvicorn` for the length of a `with` block: the server's URL."""
+    url, server, thread = start_uvicorn(app)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def start_server(db: str | Path, config: ServerConfig, settings: Settings | None = None) -> LiveServer:
+    mem = Recall(db, settings or Settings())
+    url, server, thread = start_uvicorn(create_app(mem.service, config))
+    live = LiveServer(url, mem, server)
     live.thread = thread  # type: ignore[attr-defined]
     return live
 
@@ -59,14 +77,6 @@ def stop_server(live: LiveServer) -> None:
     live.server.should_exit = True
     live.thread.join(timeout=10)  # type: ignore[attr-defined]
     live.mem.close()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a test server keeps its data: the server tests run on SQLite and on PostgreSQL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "server.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

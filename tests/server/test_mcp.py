@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -16,7 +15,6 @@ import anyio
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,7 +27,7 @@ from recall.server.config import ApiKey, ServerConfig
 from recall.server.inbox import Notifier
 from recall.server.mcp import build_mcp_server, mount_mcp
 from recall.settings import Settings
-from tests.server.conftest import free_port
+from tests.server.conftest import running
 
 RECALL = str(Path(sys.executable).with_name("recall"))
 TOOLS = {"messages", "context", "remember", "recall", "forget", "facts", "memories", "search"}
@@ -194,19 +192,8 @@ def serve(tmp_path: Path, config: ServerConfig) -> Iterator[Served]:
     with Recall(tmp_path / "server.db", Settings()) as mem:
         app = create_app(mem.service, config)
         mount_mcp(app)
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            assert time.monotonic() < deadline, "the test server did not start"
-            time.sleep(0.01)
-        try:
-            yield Served(f"http://127.0.0.1:{port}", app)
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
+        with running(app) as url:
+            yield Served(url, app)
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 
 from recall.api import Recall
 from recall.server.app import create_app
@@ -22,7 +21,7 @@ from recall.server.inbox import Notifier
 from recall.server.mcp import mount_mcp
 from recall.settings import Settings
 from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
-from tests.server.conftest import free_port, post
+from tests.server.conftest import post, start_uvicorn
 from tests.server.test_mcp import mcp_session, ok
 
 SUMMARY = "Maria listed parcel numbers 1000 to 1014."
@@ -78,15 +77,8 @@ def served(store_location: str, model_server: ModelServer, blocked: BlockedModel
     mem = Recall(store_location, settings)
     app = create_app(mem.service, ServerConfig(rate_limit=0))
     mount_mcp(app)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.01)
-    live = Served(f"http://127.0.0.1:{port}", mem)
+    url, server, thread = start_uvicorn(app)
+    live = Served(url, mem)
     try:
         with live.client() as c:
             c.post("/v1/worlds", json={"id": "w"}).raise_for_status()

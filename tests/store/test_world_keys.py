@@ -26,16 +26,9 @@ SQLITE_BEFORE = 5
 POSTGRES_BEFORE = 3
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "store.db")
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
-def store(location: str) -> Iterator[Store]:
-    s = open_store(location)
+def store(store_location: str) -> Iterator[Store]:
+    s = open_store(store_location)
     yield s
     s.close()
 
@@ -138,12 +131,13 @@ def _old_postgres(url: str) -> None:
         conn.execute("SELECT setval(pg_get_serial_sequence('participants', 'key'), 2, false)")
 
 
-def test_a_store_from_before_migrates_and_keeps_its_worlds_and_messages(location: str) -> None:
+def test_a_store_from_before_migrates_and_keeps_its_worlds_and_messages(store_location: str) -> None:
+    location = store_location
     if location.startswith("postgresql://"):
         _old_postgres(location)
     else:
         _old_sqlite(location)
-    store = open_store(location)
+    store = open_store(store_location)
     try:
         old = store.get_world("old")
         assert old is not None
