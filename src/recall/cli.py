@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -75,7 +76,7 @@ def _open() -> Iterator[Recall]:
         with Recall(_state.get("db") or default_db(), settings) as mem:
             yield mem
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -181,7 +182,7 @@ def agent_run(
     try:
         chat_model = agent_model(model, base_url=base_url, api_key=api_key)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -387,7 +388,7 @@ def facts_import(
     try:
         data = json.loads(sys.stdin.read() if str(file) == "-" else file.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        err.print(f"[red]error:[/] cannot read {file}: {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(f'cannot read {file}: {exc}')}", highlight=False)
         raise typer.Exit(1) from None
     with _open() as mem:
         _json(mem.scope(scope).import_facts(data, replace=replace))
@@ -446,7 +447,7 @@ def index_command(
     try:
         done = run_worker(_state.get("db") or default_db(), Settings.from_env(), once=once)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         return
@@ -557,7 +558,12 @@ def serve(
     ] = False,
     demo: Annotated[bool, typer.Option(help="Create the demo world when the store has no world.")] = False,
 ) -> None:
-    """Serve the HTTP API (/v1, docs at /docs), MCP (/mcp) and the web inspector (/)."""
+    r"""Serve the HTTP API (/v1, docs at /docs), MCP (/mcp) and the web inspector (/).
+
+    Without API keys it listens on loopback only and answers only loopback host names.
+    Keys: RECALL_API_KEYS (KEY:TENANT[:AGENT], comma-separated) or [\[keys]] tables in --config.
+    A key with admin = true also reads /metrics (counters of every tenant); any key reads /readyz.
+    """
     import uvicorn
 
     from recall.server.config import load_config
@@ -576,7 +582,7 @@ def serve(
         settings.check_exposure()
         application = build_app(settings)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     auth = f"{len(settings.keys)} API key(s)" if settings.keys else "no API keys (loopback only)"
     from recall.store.postgres import redacted_url
@@ -620,7 +626,7 @@ def migrate(
     try:
         copies = copy_store(source, target, lambda table, n: err.print(f"{table}: {n:,} rows", highlight=False))
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     table = Table("table", "rows", "sha256 (both sides)", title="copied and verified")
     for copy in copies:
@@ -672,7 +678,7 @@ def _live_demo(path: str, model_spec: str | None, base_url: str | None) -> None:
     try:
         configured = agent_model(model_spec, base_url=base_url) if model_spec else chat_model_from_settings(settings)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     if configured is None:
         scripted = start_scripted_model()
