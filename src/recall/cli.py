@@ -229,7 +229,7 @@ def agent_run(
         # A model that cannot answer would only post apologies: say so now, and start nothing.
         chat_model.check()
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -441,7 +441,7 @@ def facts_import(
     try:
         data = json.loads(sys.stdin.read() if str(file) == "-" else file.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        err.print(f"[red]error:[/] cannot read {file}: {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(f'cannot read {file}: {exc}')}", highlight=False)
         raise typer.Exit(1) from None
     with _open(create=True) as mem:
         _json(mem.scope(scope, tenant=_tenant()).import_facts(data, replace=replace))
@@ -622,7 +622,12 @@ def serve(
     ] = False,
     demo: Annotated[bool, typer.Option(help="Create the demo world when the store has no world.")] = False,
 ) -> None:
-    """Serve the HTTP API (/v1, docs at /docs), MCP (/mcp) and the web inspector (/)."""
+    r"""Serve the HTTP API (/v1, docs at /docs), MCP (/mcp) and the web inspector (/).
+
+    Without API keys it listens on loopback only and answers only loopback host names.
+    Keys: RECALL_API_KEYS (KEY:TENANT[:AGENT], comma-separated) or [\[keys]] tables in --config.
+    A key with admin = true also reads /metrics (counters of every tenant); any key reads /readyz.
+    """
     import uvicorn
 
     from recall.server.config import load_config
@@ -743,7 +748,7 @@ def _live_demo(path: str, model_spec: str | None, base_url: str | None) -> None:
     try:
         configured = agent_model(model_spec, base_url=base_url) if model_spec else chat_model_from_settings(settings)
     except RecallError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     if configured is None:
         scripted = start_scripted_model()

@@ -55,6 +55,11 @@ class UnknownParticipantError(NotFoundError):
         )
 
 
+class PermissionDeniedError(RecallError):
+    """The caller may not do this to what it named (HTTP 403), e.g. an agent deleting a memory
+    the world's agents share."""
+
+
 class ConflictError(RecallError):
     """The thing the caller tried to create already exists in an incompatible form."""
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from recall import limits
 from recall.core.context import ContextBlock
 from recall.core.escaping import escape
 from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
@@ -32,7 +33,14 @@ from recall.core.facts import (
 )
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
-from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
+from recall.errors import (
+    NUL_MESSAGE,
+    InvalidInputError,
+    PermissionDeniedError,
+    UnknownFactError,
+    UnknownNoteError,
+    UnknownWorldError,
+)
 from recall.extraction import ExtractionQueue, ExtractionRun
 from recall.llm.base import ChatModel
 from recall.llm.factory import chat_model_from_settings
@@ -45,7 +53,7 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = "recall.facts/1"
 NOTE_TYPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
-MAX_NOTE_CHARS = 20_000
+MAX_NOTE_CHARS = limits.MAX_NOTE_CHARS
 SEARCH_KINDS = ("message", "memory", "fact")
 SEARCH_METHODS = ("hybrid", "bm25", "vector")
 LONG_TERM_HEADER = "Relevant context from past interactions:"
@@ -395,6 +403,9 @@ class LongTermMemory:
             raise InvalidInputError("importance", f"must be a whole number from 1 to 10, got {importance!r}")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata", "must be an object")
+        limits.check_json("metadata", dict(metadata or {}), limits.MAX_METADATA_CHARS)
+        if chat_id is not None:
+            limits.check_text("chat_id", chat_id, limits.MAX_ID)
         note = self.store.add_note(
             world.key,
             NewNote(
@@ -436,12 +447,18 @@ class LongTermMemory:
         return self.store.list_notes(world.key, owners, min_importance, limit)
 
     def delete_note(self, world_id: str, note_id: int, agent: str | None = None) -> None:
-        """Delete a shared note, or (with `agent`) one of the agent's own."""
+        """Delete a shared note, or (with `agent`) one of the agent's own: an agent may not
+        delete what the world's agents share (PermissionDeniedError)."""
         world = self._get_world(world_id)
         note = self.store.get_note(world.key, note_id) if isinstance(note_id, int) else None
         owner = "" if agent is None else self._check_agent(world.key, agent)
         if note is None or note.owner.lower() not in ("", owner.lower()):
             raise UnknownNoteError(world.id, note_id)
+        if owner and not note.owner:
+            raise PermissionDeniedError(
+                f"memory {note.id} is shared by every agent of world {world.id!r}: an agent deletes only its "
+                "own memories (a tenant key deletes shared ones: DELETE /v1/worlds/{world}/memories/{id})"
+            )
         self.store.delete_note(world.key, note.id)
         if self.index is not None:
             self.index.remove("memory", [note.id])

@@ -6,7 +6,6 @@ store returns, and hands the store whole writes to commit in one transaction.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any, TypeVar
 
+from recall import limits
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, ContextRequest, Summarizer, build_context
 from recall.core.inbox import CheckResult, context_slice, split_unread
@@ -56,8 +56,8 @@ IMPORT_BATCH = 1000
 #: Unread deliveries read per page by an inbox check.
 INBOX_PAGE = 200
 DEFAULT_SESSION = "default"
-MAX_MEMORY_KEY = 200
-MAX_MEMORY_VALUE = 65_536
+MAX_MEMORY_KEY = limits.MAX_MEMORY_KEY
+MAX_MEMORY_VALUE = limits.MAX_MEMORY_VALUE
 MAX_MEMORY_TTL = 10 * 365 * 24 * 3600
 _V = TypeVar("_V")
 
@@ -86,7 +86,7 @@ def _check_int(field: str, value: object, low: int, high: int | None = None) -> 
 def _check_memory_key(key: object) -> str:
     if not isinstance(key, str) or not key.strip() or len(key) > MAX_MEMORY_KEY:
         raise InvalidInputError("key", f"must be non-empty text of at most {MAX_MEMORY_KEY} characters")
-    return key
+    return limits.check_text("key", key, MAX_MEMORY_KEY)
 
 
 def _check_chat(chat_id: str | None) -> str | None:
@@ -143,14 +143,16 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
         value = settings.get(name) or ""
         if not isinstance(value, str):
             raise InvalidInputError(name, f"must be text, got {type(value).__name__}")
-        values[name] = value
+        values[name] = limits.check_text(name, value, limits.MAX_PROFILE_TEXT)
     for name in _LIST_FIELDS:
         value = settings.get(name) or ()
         if isinstance(value, str):
             value = (value,)
         if not all(isinstance(v, str) for v in value):
             raise InvalidInputError(name, "must be a list of strings")
-        values[name] = tuple(value)
+        if len(value) > limits.MAX_PROFILE_ITEMS:
+            raise InvalidInputError(name, f"has {len(value)} items; the limit is {limits.MAX_PROFILE_ITEMS}")
+        values[name] = tuple(limits.check_text(f"{name}[{i}]", v, limits.MAX_PROFILE_ITEM) for i, v in enumerate(value))
     channel = settings.get("channel")
     if channel is not None and channel not in CHANNELS:
         raise InvalidInputError("channel", f"must be one of {', '.join(CHANNELS)}, got {channel!r}")
@@ -167,8 +169,32 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
     model = settings.get("model")
     if model is not None and not isinstance(model, str):
         raise InvalidInputError("model", "must be a model name like 'gpt-4o'")
-    values["model"] = model
+    values["model"] = None if model is None else limits.check_text("model", model, limits.MAX_MODEL_NAME)
     return AgentProfile(id=agent_id, **values)
+
+
+T = TypeVar("T")
+
+
+def _check_observation(name: str, data: Mapping[str, Any], texts: Sequence[str]) -> None:
+    """An observation's or action's JSON form: finite numbers, no NUL, its texts and the whole
+    within their caps."""
+    for field in texts:
+        if data.get(field) is not None:
+            limits.check_text(field, data[field], limits.MAX_OBSERVATION_TEXT)
+    limits.check_json_fields(name, data, limits.MAX_OBSERVATION_CHARS)
+
+
+def _readable(parse: Callable[[Mapping[str, Any]], T], stored: Sequence[Mapping[str, Any]]) -> list[T]:
+    """The stored rows `parse` accepts: one an older version stored unchecked (a number that was
+    NaN reads back as null) is left out of the context rather than failing its build."""
+    readable: list[T] = []
+    for data in stored:
+        try:
+            readable.append(parse(data))
+        except InvalidInputError:
+            continue
+    return readable
 
 
 class Roster:
@@ -273,8 +299,8 @@ class RecallService:
         _check_id("world_id", world_id)
         if turn_limit is not None:
             _check_int("turn_limit", turn_limit, 1)
-        if name is not None and not isinstance(name, str):
-            raise InvalidInputError("name", "must be text")
+        if name is not None:
+            limits.check_text("name", name, limits.MAX_WORLD_NAME)
         # The store refuses an id the tenant has already (ConflictError); other tenants' ids
         # are no concern of this one (spec §8).
         world = self.store.create_world(world_id, name or world_id, turn_limit, datetime.now(UTC), tenant)
@@ -412,6 +438,8 @@ class RecallService:
         if req.metadata is not None and not isinstance(req.metadata, Mapping):
             raise InvalidInputError("metadata", "must be an object")
         metadata = dict(req.metadata or {})
+        # Checked here, not when read: a stored message must always be deliverable (spec §8).
+        limits.check_json("metadata", metadata, limits.MAX_METADATA_CHARS)
         if req.parent_id is not None:
             _check_int("parent_id", req.parent_id, 1, MAX_MESSAGE_ID)
             parent = self.store.get_message(world.key, req.parent_id)
@@ -421,6 +449,8 @@ class RecallService:
             metadata["thread_id"] = parent.metadata.get("thread_id", parent.id)
         if req.idempotency_key is not None and (not isinstance(req.idempotency_key, str) or not req.idempotency_key):
             raise InvalidInputError("idempotency_key", "must be a non-empty string")
+        if req.idempotency_key is not None:
+            limits.check_text("idempotency_key", req.idempotency_key, limits.MAX_IDEMPOTENCY_KEY)
         chat_id = _check_chat(req.chat_id)
 
         kind = sender_type(req.sender, roster.humans, roster.agent_keys)
@@ -588,8 +618,7 @@ class RecallService:
         depth = _check_int(
             "context_limit", self.settings.context_limit if context_limit is None else context_limit, 1, 100
         )
-        if not isinstance(session, str) or not session or len(session) > 200:
-            raise InvalidInputError("session", "must be a non-empty string of at most 200 characters")
+        limits.check_text("session", session, limits.MAX_SESSION, required=True)
         chat = _check_chat(chat_id)
 
         mentions: list[Message] = []
@@ -606,13 +635,16 @@ class RecallService:
             if len(unread) < INBOX_PAGE:
                 break
             after = unread[-1].id
-        if mark_read and mentions:
-            self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
         if chat is None and chat_id is None and mentions:
             chat = mentions[-1].chat_id
         if not include_context or (context_only_with_mentions and not mentions):
-            return CheckResult(tuple(mentions), chat_id=chat, passed=passed)
-        return self._context_once(world, agent, mentions, chat, depth, session, refresh, now, passed)
+            result = CheckResult(tuple(mentions), chat_id=chat, passed=passed)
+        else:
+            result = self._context_once(world, agent, mentions, chat, depth, session, refresh, now, passed)
+        if mark_read and mentions:
+            # Last, once the answer is built: a check that fails leaves its mentions unread.
+            self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
+        return result
 
     def _context_once(
         self,
@@ -651,12 +683,7 @@ class RecallService:
         """Keep `value` (any JSON value) under `key` for the agent alone; `ttl` seconds, or forever."""
         world, agent = self._agent_in(world_id, agent_id)
         _check_memory_key(key)
-        try:
-            size = len(json.dumps(value))
-        except (TypeError, ValueError):
-            raise InvalidInputError("value", "must be a JSON value (text, number, list, object, …)") from None
-        if size > MAX_MEMORY_VALUE:
-            raise InvalidInputError("value", f"is {size} bytes as JSON; the limit is {MAX_MEMORY_VALUE}")
+        limits.check_json("value", value, MAX_MEMORY_VALUE)
         now = datetime.now(UTC)
         expires = None
         if ttl is not None:
@@ -712,23 +739,25 @@ class RecallService:
     def observe(self, world_id: str, agent_id: str, observation: obs.Observation | Mapping[str, Any]) -> int:
         world, agent = self._agent_in(world_id, agent_id)
         parsed = observation if isinstance(observation, obs.Observation) else obs.observation_from_dict(observation)
-        return self.store.add_observation(
-            world, agent, "observation", parsed.time, obs.observation_to_dict(parsed), datetime.now(UTC)
-        )
+        data = obs.observation_to_dict(parsed)
+        _check_observation("observation", data, ("note",))
+        return self.store.add_observation(world, agent, "observation", parsed.time, data, datetime.now(UTC))
 
     def act(self, world_id: str, agent_id: str, action: obs.Action | Mapping[str, Any]) -> int:
         world, agent = self._agent_in(world_id, agent_id)
         parsed = action if isinstance(action, obs.Action) else obs.action_from_dict(action)
-        return self.store.add_observation(world, agent, "action", parsed.time, asdict(parsed), datetime.now(UTC))
+        data = asdict(parsed)
+        _check_observation("action", data, ("kind", "target", "utterance", "description"))
+        return self.store.add_observation(world, agent, "action", parsed.time, data, datetime.now(UTC))
 
     def _observations_block(
         self, world_id: str, agent_id: str, current: obs.Observation | Mapping[str, Any] | None
     ) -> ContextBlock:
         cap = self.settings.observation_cap
-        past = [
-            obs.observation_from_dict(d) for d in self.store.recent_observations(world_id, agent_id, "observation", cap)
-        ]
-        actions = [obs.action_from_dict(d) for d in self.store.recent_observations(world_id, agent_id, "action", cap)]
+        past = _readable(
+            obs.observation_from_dict, self.store.recent_observations(world_id, agent_id, "observation", cap)
+        )
+        actions = _readable(obs.action_from_dict, self.store.recent_observations(world_id, agent_id, "action", cap))
         now = None if current is None else (
             current if isinstance(current, obs.Observation) else obs.observation_from_dict(current)
         )  # fmt: skip

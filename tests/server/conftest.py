@@ -103,6 +103,8 @@ KEYS = (
     ApiKey("acme-a", "acme", "agent-a"),
     ApiKey("acme-b", "acme", "agent-b"),
     ApiKey("globex-admin", "globex"),
+    # The operator's key: it alone reads /metrics (every tenant's counters).
+    ApiKey("ops", "ops", admin=True),
 )
 
 

@@ -162,7 +162,8 @@ def test_extraction_over_http_with_a_real_model_server(tmp_path: Path, model_ser
             queued = agent_a.post("/v1/worlds/w/agents/agent-a/extract", json={})
             assert queued.status_code == 202, queued.text
             assert queued.json()["queued"] is True and queued.json()["scope"] == "user:maria"
-            assert "recall_extraction_queue_depth 1" in admin.get("/metrics").text
+            with server.client("ops") as ops:
+                assert "recall_extraction_queue_depth 1" in ops.get("/metrics").text
             # An agent key extracts only as itself, and never into another agent's facts.
             assert agent_a.post("/v1/worlds/w/agents/agent-b/extract", json={}).status_code == 403
             assert agent_a.post(

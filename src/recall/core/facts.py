@@ -16,6 +16,7 @@ from recall.core.escaping import escape
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
 from recall.errors import NUL_MESSAGE, InvalidInputError
+from recall.limits import MAX_FACT_AVOID, MAX_FACT_CHARS, MAX_FACT_SOURCE, MAX_SECTION_CHARS, check_text
 
 CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "correction")
 
@@ -110,17 +111,20 @@ def validate_new_fact(fact: NewFact | Mapping[str, Any]) -> NewFact:
         raise InvalidInputError("content", "must be non-empty text")
     if "\x00" in fact.content:
         raise InvalidInputError("content", NUL_MESSAGE)
-    if len(fact.content) > 10_000:
-        raise InvalidInputError("content", f"at most 10,000 characters, got {len(fact.content):,}")
+    if len(fact.content) > MAX_FACT_CHARS:
+        raise InvalidInputError("content", f"at most {MAX_FACT_CHARS:,} characters, got {len(fact.content):,}")
     if fact.category not in CATEGORIES:
         raise InvalidInputError("category", f"must be one of {', '.join(CATEGORIES)}, got {fact.category!r}")
     confidence = fact.confidence
     if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
         raise InvalidInputError("confidence", f"must be a number from 0 to 1, got {confidence!r}")
-    if not isinstance(fact.source, str) or not fact.source or len(fact.source) > 200:
-        raise InvalidInputError("source", "must be non-empty text of at most 200 characters")
-    if fact.avoid is not None and (not isinstance(fact.avoid, str) or len(fact.avoid) > 2_000):
-        raise InvalidInputError("avoid", "must be text of at most 2,000 characters, or null")
+    if not isinstance(fact.source, str) or not fact.source or len(fact.source) > MAX_FACT_SOURCE:
+        raise InvalidInputError("source", f"must be non-empty text of at most {MAX_FACT_SOURCE} characters")
+    check_text("source", fact.source, MAX_FACT_SOURCE)
+    if fact.avoid is not None and (not isinstance(fact.avoid, str) or len(fact.avoid) > MAX_FACT_AVOID):
+        raise InvalidInputError("avoid", f"must be text of at most {MAX_FACT_AVOID:,} characters, or null")
+    if fact.avoid is not None:
+        check_text("avoid", fact.avoid, MAX_FACT_AVOID)
     return NewFact(fact.content.strip(), fact.category, float(confidence), fact.source, fact.avoid or None)
 
 
@@ -129,8 +133,9 @@ def validate_sections(sections: Mapping[str, Any]) -> dict[str, str]:
     for name, value in sections.items():
         if name not in SECTION_NAMES:
             raise InvalidInputError(name, f"is not a section; sections are {', '.join(SECTION_NAMES)}")
-        if not isinstance(value, str) or len(value) > 10_000:
-            raise InvalidInputError(name, "must be text of at most 10,000 characters")
+        if not isinstance(value, str) or len(value) > MAX_SECTION_CHARS:
+            raise InvalidInputError(name, f"must be text of at most {MAX_SECTION_CHARS:,} characters")
+        check_text(name, value, MAX_SECTION_CHARS)
         out[name] = value.strip()
     return out
 

@@ -141,6 +141,13 @@ def _as_point(value: Any, field_name: str) -> Point:
         raise InvalidInputError(field_name, f"must be a pair of numbers like [2, 1.5], got {value!r}") from None
 
 
+def _whole(value: Any, field_name: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
+        raise InvalidInputError(field_name, f"must be a whole number, got {value!r}") from None
+
+
 def observation_from_dict(data: Mapping[str, Any]) -> Observation:
     """Parse the JSON form: {time, position?, collected?, items?, agents?, note?}."""
     if "time" not in data:
@@ -166,7 +173,7 @@ def observation_from_dict(data: Mapping[str, Any]) -> Observation:
     return Observation(
         time=time,
         position=None if data.get("position") is None else _as_point(data["position"], "position"),
-        collected=None if collected is None else int(collected),
+        collected=None if collected is None else _whole(collected, "collected"),
         items=items,
         agents=tuple(agents),
         note=str(data.get("note") or ""),

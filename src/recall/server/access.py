@@ -35,6 +35,8 @@ class Principal:
     tenant: str = ""
     agent: str | None = None
     open: bool = True
+    #: An operator's key (`admin = true`): may read what covers every tenant, like /metrics.
+    admin: bool = False
 
     def may_act_as(self, agent_id: str) -> bool:
         return self.agent is None or self.agent.lower() == agent_id.lower()
@@ -46,6 +48,11 @@ class Principal:
     def require_admin(self, what: str) -> None:
         if self.agent is not None:
             raise ForbiddenError(f"an agent's API key cannot {what}; use a tenant key")
+
+    def require_operator(self, what: str) -> None:
+        """Only a keyless server's callers and admin keys (`admin = true` in [[keys]])."""
+        if not self.open and not self.admin:
+            raise ForbiddenError(f"only an admin key (admin = true in [[keys]]) may {what}")
 
 
 class KeyRing:
@@ -65,7 +72,7 @@ class KeyRing:
         for key in self._keys:
             # Constant-time comparison: a key cannot be guessed a character at a time.
             if hmac.compare_digest(key.key.encode(), given):
-                return Principal(key.tenant, key.agent, open=False)
+                return Principal(key.tenant, key.agent, open=False, admin=key.admin)
         raise AuthError("unknown API key")
 
 

@@ -32,6 +32,7 @@ from recall.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
+    PermissionDeniedError,
     RecallError,
 )
 from recall.server import schemas
@@ -45,6 +46,8 @@ from recall.server.access import (
     RateLimiter,
 )
 from recall.server.config import ServerConfig
+from recall.server.docs import add_docs_routes
+from recall.server.guard import RequestGuard
 from recall.server.inbox import Notifier, wait_for_mentions
 from recall.server.long_term_routes import add_long_term_routes
 from recall.server.metrics import Metrics
@@ -95,6 +98,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotFoundError)
     async def not_found(_: Request, exc: NotFoundError) -> JSONResponse:
         return _error(404, "not_found", str(exc))
+
+    @app.exception_handler(PermissionDeniedError)
+    async def not_permitted(_: Request, exc: PermissionDeniedError) -> JSONResponse:
+        return _error(403, "forbidden", str(exc))
 
     @app.exception_handler(ConflictError)
     async def conflict(_: Request, exc: ConflictError) -> JSONResponse:
@@ -149,8 +156,13 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         version=__version__,
         description="Memory and context for LLM agents: worlds, messages, long-poll inboxes, contexts.",
         lifespan=lifespan,
+        # Served from the package by `add_docs_routes`: the defaults load Swagger UI from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.recall = state
+    # Keyless, only loopback Host names (no DNS rebinding); never a non-finite number in a body.
+    app.add_middleware(RequestGuard, loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote)
     _install_error_handlers(app)
 
     def world_of(world: str, who: Principal) -> WorldRecord:
@@ -178,7 +190,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["ops"], summary="The store is reachable and its migrations are current")
-    def readyz() -> JSONResponse:
+    def readyz(_: Caller) -> JSONResponse:
         try:
             service.store.schema_version()
         except Exception as exc:  # noqa: BLE001 - any store failure means not ready
@@ -186,7 +198,9 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         return JSONResponse({"status": "ready"})
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse, summary="Prometheus metrics")
-    async def metrics() -> str:
+    async def metrics(who: Caller) -> str:
+        # The counters cover every tenant: with keys, only an admin key reads them.
+        who.require_operator("read /metrics (its counters cover every tenant)")
         extraction = service.long_term.extraction
         return state.metrics.render(
             waiting=state.notifier.waiting(),
@@ -315,7 +329,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
                 world_id,
                 agent_id,
                 limit=limit,
-                mark_read=mark_read,
+                mark_read=False,  # below, once the answer is built
                 include_context=include_context,
                 context_limit=context_limit,
                 session=session,
@@ -333,7 +347,12 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
             )
         result = result or CheckResult(chat_id=chat_id)
         state.metrics.observe_check(result)
-        return JSONResponse(result.to_dict())
+        # Rendered before the mentions are marked read: a message leaves the unread set only
+        # together with an answer that carries it (at-least-once delivery, spec §6).
+        response = JSONResponse(result.to_dict())
+        if mark_read and result.new_mentions:
+            service.ack(world_id, agent_id, [m.id for m in result.new_mentions])
+        return response
 
     @app.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", tags=["agents"], summary="Mark messages read")
     def ack(world: str, agent: str, body: schemas.AckIn, who: Caller) -> dict[str, int]:
@@ -435,6 +454,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     add_long_term_routes(app, service, world_of, agent_of)
     add_ui_routes(app)
+    add_docs_routes(app)
     return app
 
 

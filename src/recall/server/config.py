@@ -16,8 +16,12 @@ Precedence, highest first: command-line flags, environment, config file, default
     key = "sk-triage"
     tenant = "acme"
     agent = "triage"          # this key may act only as agent `triage`
+    [[keys]]
+    key = "sk-ops"
+    tenant = "ops"
+    admin = true              # the operator's key: also reads /metrics (every tenant's counters)
 
-`RECALL_API_KEYS` adds keys as `KEY:TENANT[:AGENT]`, comma-separated.
+`RECALL_API_KEYS` adds keys as `KEY:TENANT[:AGENT]`, comma-separated (admin keys only in the file).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class ApiKey:
     tenant: str
     #: When set, the key may act only as this agent (in any world of its tenant).
     agent: str | None = None
+    #: The operator's key: besides its tenant's worlds it reads /metrics, whose counters cover
+    #: every tenant (never together with `agent`).
+    admin: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,10 +102,12 @@ def _keys_from_toml(items: Any, where: str) -> tuple[ApiKey, ...]:
     for i, item in enumerate(items):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str) or not item.get("key"):
             raise InvalidInputError(f"{where}[{i}]", 'needs key = "…" and tenant = "…"')
-        tenant, agent = item.get("tenant"), item.get("agent")
+        tenant, agent, admin = item.get("tenant"), item.get("agent"), item.get("admin", False)
         if not isinstance(tenant, str) or not tenant or (agent is not None and not isinstance(agent, str)):
             raise InvalidInputError(f"{where}[{i}]", "needs a tenant name; agent, when given, is an agent id")
-        keys.append(ApiKey(item["key"], tenant, agent))
+        if not isinstance(admin, bool) or (admin and agent is not None):
+            raise InvalidInputError(f"{where}[{i}]", "admin is true or false, and an admin key is bound to no agent")
+        keys.append(ApiKey(item["key"], tenant, agent, admin))
     return tuple(keys)
 
 

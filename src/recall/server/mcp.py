@@ -34,6 +34,7 @@ from recall.core.inbox import CheckResult
 from recall.errors import RecallError
 from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
 from recall.server.app import MAX_WAIT_SECONDS, ServerState
+from recall.server.config import ServerConfig, is_loopback
 from recall.server.inbox import Notifier, wait_for_mentions
 from recall.service import RecallService
 
@@ -460,17 +461,26 @@ class _RequireKey:
         await self.app(scope, receive, send)
 
 
+def _transport_security(config: ServerConfig) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection, matching the app's `RequestGuard`: a keyless server
+    admits only loopback Host names and browser Origins. With API keys (or a keyless server
+    that serves other machines on purpose) any host name is fine: the keys guard /mcp as they
+    guard /v1, and a deployment behind a real host name must be reachable by it."""
+    if config.keys or config.allow_unauthenticated_remote:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = {"localhost", "127.0.0.1", "[::1]"}
+    if is_loopback(config.host):  # e.g. 127.0.0.2, the address the server listens on
+        names.add(f"[{config.host}]" if ":" in config.host else config.host)
+    hosts = sorted(h for name in names for h in (name, f"{name}:*"))
+    origins = [f"{scheme}://{host}" for scheme in ("http", "https") for host in hosts]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
 def mount_mcp(app: FastAPI) -> MCPServer[Any]:
     """Serve the MCP tools at exactly `/mcp` of an app made by `create_app`, on its service and keys."""
     state: ServerState = app.state.recall
     server = build_mcp_server(state.service, state.notifier, keys=state.keys, limiter=state.limiter)
-    asgi = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        # The SDK's DNS-rebinding check only admits Host 127.0.0.1/localhost, which would refuse
-        # every deployment behind a real host name; the API keys guard this endpoint instead, as
-        # they guard /v1 (and `check_exposure` refuses an open server beyond loopback).
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
+    asgi = server.streamable_http_app(streamable_http_path="/mcp", transport_security=_transport_security(state.config))
     # A route for the one path rather than a mount at "/": a catch-all mount would answer every
     # unknown path and wrong method of the REST API with its own plain 404.
     app.router.routes.append(Route("/mcp", endpoint=_RequireKey(asgi, state.keys)))

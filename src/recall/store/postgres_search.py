@@ -10,12 +10,12 @@ dimension on first use. Searching, filtering, fusing and validation are the SQLi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recall.store.rows import load_json
 from recall.store.sqlite_search import (
     _ITEM_COLUMNS,
     _STATE_MESSAGES,
@@ -157,7 +157,7 @@ class PostgresSearchIndex(SQLiteSearchIndex):
             previous: dict[tuple[str, str], str] = {}
             rows = []
             for m in messages:
-                metadata = json.loads(m[6]) if m[6] != "{}" else {}
+                metadata = load_json(m[6]) if m[6] != "{}" else {}
                 text = _message_text(m[4], m[5], metadata)
                 chat = (str(m[1]).lower(), m[3])
                 if chat not in previous:

@@ -33,6 +33,15 @@ class StoreOpenError(RecallError):
     recall store, a PostgreSQL server that cannot be reached or refuses the login."""
 
 
+def _null(_: str) -> None:
+    return None
+
+
+#: Stored JSON as Python, where a NaN or Infinity (which no JSON answer can hold) that an older
+#: recall stored unchecked reads as null: no stored value makes a later read fail (spec §8).
+load_json = json.JSONDecoder(parse_constant=_null).decode
+
+
 def ts(at: datetime) -> float:
     """Epoch seconds: how both stores keep times."""
     return at.timestamp()
@@ -82,7 +91,7 @@ def load_tuple(text: str) -> tuple[str, ...]:
 
 
 def memory_item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(row[0], json.loads(row[1]), dt(row[2]), None if row[3] is None else dt(row[3]))
+    return MemoryItem(row[0], load_json(row[1]), dt(row[2]), None if row[3] is None else dt(row[3]))
 
 
 def recipient_key(keys: dict[str, int], agent_id: str) -> int:
@@ -104,7 +113,7 @@ def message_record(row: Sequence[Any]) -> Message:
         content=row[7],
         mentions=load_tuple(row[8]),
         addressed=load_tuple(row[9]),
-        metadata=json.loads(row[10]) if row[10] != "{}" else {},
+        metadata=load_json(row[10]) if row[10] != "{}" else {},
         created_at=dt(row[11]),
     )
 
@@ -119,11 +128,11 @@ def fact_record(row: Sequence[Any]) -> Fact:
 
 
 def note_record(row: Sequence[Any]) -> Note:
-    return Note(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], json.loads(row[7]), dt(row[8]))
+    return Note(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], load_json(row[7]), dt(row[8]))
 
 
 def participant_record(row: Sequence[Any]) -> ParticipantRecord:
-    return ParticipantRecord(world_id_of(row[0]), row[1], row[2], dt(row[4]), json.loads(row[3]))
+    return ParticipantRecord(world_id_of(row[0]), row[1], row[2], dt(row[4]), load_json(row[3]))
 
 
 @dataclass

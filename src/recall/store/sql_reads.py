@@ -22,6 +22,7 @@ from recall.store.rows import (
     chat_key,
     dt,
     fact_record,
+    load_json,
     memory_item,
     message_record,
     note_record,
@@ -174,7 +175,7 @@ class SQLReads:
             "SELECT data FROM observations WHERE world_id = ? AND agent_id = ? AND kind = ? ORDER BY id DESC LIMIT ?",
             (world_id, agent_id, kind, limit),
         )
-        return [json.loads(r[0]) for r in reversed(rows)]
+        return [load_json(r[0]) for r in reversed(rows)]
 
     def _memory_key(self, world_id: str, agent_id: str) -> int:
         key = self._agent_key(world_id, agent_id)

@@ -29,7 +29,6 @@ Until its vector is stored an item is still found by BM25.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +42,7 @@ from recall.core.models import Message
 from recall.errors import InvalidInputError
 from recall.retrieval.hybrid import reciprocal_rank_fusion
 from recall.retrieval.stopwords import content_terms
+from recall.store.rows import load_json
 
 if TYPE_CHECKING:
     from recall.retrieval.embeddings import Embedder
@@ -316,7 +316,7 @@ class SQLiteSearchIndex:
                 return 0
             previous: dict[tuple[str, str | None], str] = {}
             for m in messages:
-                metadata = json.loads(m[6]) if m[6] != "{}" else {}
+                metadata = load_json(m[6]) if m[6] != "{}" else {}
                 text = _message_text(m[4], m[5], metadata)
                 chat = (m[1], m[3])
                 context = previous[chat] if chat in previous else _previous_text(db, m[0], m[1], m[3])

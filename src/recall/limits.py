@@ -1,0 +1,129 @@
+"""The size cap of every stored field, and the checks every interface shares (spec §8).
+
+Every write passes the service, which checks here, so the Python API, the CLI, REST and MCP
+refuse the same input with the same `InvalidInputError(field, problem)` (HTTP 422) and store
+nothing. Text is counted in characters; JSON values (metadata, an agent's key-value memory,
+observations) by the length of their JSON text. Besides its cap, every stored text and JSON
+value is refused when it holds NUL (PostgreSQL cannot store it, and the same input must be
+accepted or refused alike on every store) or, for JSON, a number that is not finite (NaN and
+Infinity are not JSON: a stored one would make every later read of it fail).
+
+The cap of a message's content is a setting (`Settings.max_message_chars`, default 100,000),
+since importers of long transcripts may need more; docs/http-api.md lists them all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from recall.errors import NUL_MESSAGE, InvalidInputError
+
+#: Ids of worlds, chats and participants (an ASCII word, see `service.ID_PATTERN`).
+MAX_ID = 64
+#: A world's display name.
+MAX_WORLD_NAME = 200
+#: An agent's system_prompt, identity, personality and knowledge, each.
+MAX_PROFILE_TEXT = 100_000
+#: Items of an agent's goals, constraints and guidelines, each list; and the length of one item.
+MAX_PROFILE_ITEMS = 100
+MAX_PROFILE_ITEM = 10_000
+#: An agent's model name.
+MAX_MODEL_NAME = 200
+#: A message's or a long-term memory's metadata, as JSON text.
+MAX_METADATA_CHARS = 100_000
+#: A client-supplied idempotency key, and an inbox session name.
+MAX_IDEMPOTENCY_KEY = 200
+MAX_SESSION = 200
+#: The agent's private key-value memory: a key, and its value as JSON text.
+MAX_MEMORY_KEY = 200
+MAX_MEMORY_VALUE = 65_536
+#: An observation or an action as JSON text, and its free texts (note, description, utterance).
+MAX_OBSERVATION_CHARS = 65_536
+MAX_OBSERVATION_TEXT = 10_000
+#: A fact, what a correction says to avoid, where a fact came from, and a summary section.
+MAX_FACT_CHARS = 10_000
+MAX_FACT_AVOID = 2_000
+MAX_FACT_SOURCE = 200
+MAX_SECTION_CHARS = 10_000
+#: A long-term memory (note).
+MAX_NOTE_CHARS = 20_000
+#: How deep a JSON value may nest (objects and lists within each other).
+MAX_JSON_DEPTH = 32
+
+NON_FINITE_MESSAGE = "must be a finite number (NaN and Infinity are not JSON)"
+
+
+def check_text(field: str, value: object, limit: int, *, required: bool = False) -> str:
+    """`value` as text of at most `limit` characters without NUL (non-empty when `required`)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(field, f"must be text, got {type(value).__name__}")
+    if required and not value.strip():
+        raise InvalidInputError(field, "must be non-empty text")
+    if "\x00" in value:
+        raise InvalidInputError(field, NUL_MESSAGE)
+    if len(value) > limit:
+        raise InvalidInputError(field, f"is {len(value):,} characters; the limit is {limit:,}")
+    return value
+
+
+def check_number(field: str, value: object) -> float:
+    """A finite number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(field, f"must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise InvalidInputError(field, NON_FINITE_MESSAGE)
+    return float(value)
+
+
+def check_json(field: str, value: Any, limit: int) -> int:
+    """Refuse a value that is not plain JSON: non-finite numbers, NUL in a string or a key,
+    nesting deeper than MAX_JSON_DEPTH, other Python objects, or more than `limit` characters
+    as JSON text. The error names the offending place (`metadata.scores[2]`); returns the size."""
+    _walk(field, value, 0)
+    return _size(field, value, limit)
+
+
+def check_json_fields(name: str, value: Mapping[str, Any], limit: int) -> int:
+    """`check_json` for an object whose keys are the caller's own field names (an observation):
+    an error names the field (`note`, `agents[0].id`); the size error names the whole, `name`."""
+    for key, item in value.items():
+        _walk(str(key), item, 1)
+    return _size(name, value, limit)
+
+
+def _size(field: str, value: Any, limit: int) -> int:
+    size = len(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    if size > limit:
+        raise InvalidInputError(field, f"is {size:,} characters as JSON; the limit is {limit:,}")
+    return size
+
+
+def _walk(path: str, value: Any, depth: int) -> None:
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidInputError(path, NUL_MESSAGE)
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(path, NON_FINITE_MESSAGE)
+        return
+    if depth >= MAX_JSON_DEPTH:
+        raise InvalidInputError(path, f"nests deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(path, f"keys must be text, got {key!r}")
+            if "\x00" in key:
+                raise InvalidInputError(path, f"keys {NUL_MESSAGE}")
+            _walk(f"{path}.{key}", item, depth + 1)
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _walk(f"{path}[{i}]", item, depth + 1)
+        return
+    raise InvalidInputError(path, f"must be a JSON value (text, number, list, object…), got {type(value).__name__}")

@@ -1,0 +1,165 @@
+"""MCP's share of issue 12: non-finite numbers, shared memories, DNS rebinding (spec §8)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.types import LATEST_PROTOCOL_VERSION
+
+from recall import Recall
+from recall.server.config import ServerConfig
+from recall.server.inbox import Notifier
+from recall.server.mcp import build_mcp_server
+from recall.settings import Settings
+from tests.server.test_mcp import RECALL, Served, make_world, mcp_session, ok, serve, text
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": LATEST_PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> Iterator[Served]:
+    for served in serve(tmp_path, ServerConfig(rate_limit=0)):
+        make_world(Recall(served.state.service.store))
+        yield served
+
+
+def start_session(http: httpx.Client) -> dict[str, str]:
+    """A raw MCP session over HTTP (the official client cannot send NaN); its headers."""
+    started = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+    assert started.status_code == 200, started.text
+    headers = {**MCP_HEADERS, "mcp-session-id": started.headers["mcp-session-id"]}
+    initialized = http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    assert initialized.status_code == 202, initialized.text
+    return headers
+
+
+def test_nan_in_tool_arguments_is_refused_over_http(open_server: Served) -> None:
+    with httpx.Client(base_url=open_server.url, timeout=10) as http:
+        headers = start_session(http)
+        call = (
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "remember", '
+            '"arguments": {"world": "w", "agent": "agent-a", "key": "k", "value": NaN}}}'
+        )
+        answer = http.post("/mcp", content=call.encode(), headers=headers)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["field"] == "params.arguments.value"
+    assert open_server.state.service.memories("w", "agent-a") == []
+
+
+def test_nan_in_tool_arguments_is_refused_over_stdio(tmp_path: Path) -> None:
+    # Over stdio no HTTP layer sees the JSON: the SDK hands the NaN to the tool, the service refuses it.
+    db = tmp_path / "recall.db"
+    with Recall(db, Settings()) as mem:
+        make_world(mem)
+    command = [RECALL, "--db", str(db), "mcp", "--world", "w", "--agent", "agent-a"]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+
+        def send(line: str) -> None:
+            proc.stdin.write(line.encode() + b"\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+
+        def answer(request_id: int) -> dict[str, Any]:
+            while True:
+                message = json.loads(lines.get(timeout=60))
+                if message.get("id") == request_id:
+                    return dict(message)
+
+        send(json.dumps(INITIALIZE))
+        answer(1)
+        send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        send(
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "remember", '
+            '"arguments": {"key": "k", "value": {"score": NaN}}}}'
+        )
+        result = answer(2)["result"]
+        assert result["isError"] and "value.score: must be a finite number" in result["content"][0]["text"]
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    with Recall(db, Settings()) as mem:
+        assert mem.service.memories("w", "agent-a") == []
+
+
+@pytest.mark.anyio
+async def test_tools_refuse_nul_arguments_in_process(tmp_path: Path) -> None:
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        async with Client(build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")) as client:
+            nul = await client.call_tool("remember", {"key": "k\x00", "value": 1})
+            assert nul.is_error and "key: must not contain NUL" in text(nul)
+            session = await client.call_tool("messages", {"action": "check", "session": "s\x00"})
+            assert session.is_error and "session: must not contain NUL" in text(session)
+            key = await client.call_tool("messages", {"action": "send", "content": "hi", "idempotency_key": "\x00"})
+            assert key.is_error and "idempotency_key: must not contain NUL" in text(key)
+        assert mem.service.memories("w", "agent-a") == []
+        assert mem.world("w").messages() == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_cannot_delete_a_shared_memory_over_mcp(tmp_path: Path) -> None:
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        shared = mem.world("w").add_memory("Deliveries on Monday")
+        async with Client(build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")) as client:
+            own = ok(await client.call_tool("memories", {"action": "add", "content": "Maria tips well"}))
+            denied = await client.call_tool("memories", {"action": "delete", "memory_id": shared.id})
+            assert denied.is_error and "shared" in text(denied)
+            assert ok(await client.call_tool("memories", {"action": "delete", "memory_id": own["id"]}))["deleted"]
+        assert [n.id for n in mem.world("w").memories()] == [shared.id]
+
+
+# -- DNS rebinding -----------------------------------------------------------------------------
+
+
+def test_a_keyless_mcp_endpoint_refuses_rebinding(open_server: Served) -> None:
+    with httpx.Client(base_url=open_server.url, timeout=10) as http:
+        rebound = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "rebind.attacker.example"})
+        assert rebound.status_code == 421
+        # The SDK's own protection is on too: a page of another origin is refused by it.
+        foreign = http.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://rebind.attacker.example"}
+        )
+        assert foreign.status_code == 403 and "Origin" in foreign.text
+        local = http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": open_server.url})
+        assert local.status_code == 200, local.text
+
+
+@pytest.mark.anyio
+async def test_the_keyless_mcp_client_still_works(open_server: Served) -> None:
+    async with mcp_session(open_server.url) as session:
+        ok(await session.call_tool("remember", {"world": "w", "agent": "agent-a", "key": "k", "value": 1}))
+
+
+def test_an_mcp_endpoint_with_keys_answers_any_host(tmp_path: Path) -> None:
+    from recall.server.config import ApiKey
+
+    for served in serve(tmp_path, ServerConfig(keys=(ApiKey("k", "acme"),), rate_limit=0)):
+        with httpx.Client(base_url=served.url, timeout=10) as http:
+            headers = {**MCP_HEADERS, "Host": "recall.example.com", "Authorization": "Bearer k"}
+            assert http.post("/mcp", json=INITIALIZE, headers=headers).status_code == 200
