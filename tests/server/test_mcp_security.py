@@ -43,7 +43,8 @@ def anyio_backend() -> str:
 @pytest.fixture
 def open_server(tmp_path: Path) -> Iterator[Served]:
     for served in serve(tmp_path, ServerConfig(rate_limit=0)):
-        make_world(Recall(served.state.service.store))
+        # No indexer thread of its own: it would outlive the store the server closes.
+        make_world(Recall(served.state.service.store, Settings(index_interval=0)))
         yield served
 
 
