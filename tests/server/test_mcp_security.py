@@ -77,18 +77,20 @@ def test_nan_in_tool_arguments_is_refused_over_stdio(tmp_path: Path) -> None:
     with Recall(db, Settings()) as mem:
         make_world(mem)
     command = [RECALL, "--db", str(db), "mcp", "--world", "w", "--agent", "agent-a"]
-    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
         assert proc.stdin is not None and proc.stdout is not None
+        stdin, stdout = proc.stdin, proc.stdout
         lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True).start()
 
         def send(line: str) -> None:
-            proc.stdin.write(line.encode() + b"\n")  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
+            stdin.write(line.encode() + b"\n")
+            stdin.flush()
 
         def answer(request_id: int) -> dict[str, Any]:
             while True:
-                message = json.loads(lines.get(timeout=60))
+                message = json.loads(lines.get(timeout=60))  # queue.Empty: the server never answered
                 if message.get("id") == request_id:
                     return dict(message)
 
@@ -101,8 +103,12 @@ def test_nan_in_tool_arguments_is_refused_over_stdio(tmp_path: Path) -> None:
         )
         result = answer(2)["result"]
         assert result["isError"] and "value.score: must be a finite number" in result["content"][0]["text"]
-        proc.stdin.close()
+        stdin.close()
         assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:  # a failed step: never leave the server running
+            proc.kill()
+            proc.wait()
     with Recall(db, Settings()) as mem:
         assert mem.service.memories("w", "agent-a") == []
 
