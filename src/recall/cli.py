@@ -24,9 +24,8 @@ from rich.table import Table
 from recall import importers
 from recall.api import Recall, default_db
 from recall.demo import build_demo_world
-from recall.errors import RecallError
+from recall.errors import RecallError, StoreOpenError
 from recall.settings import Settings
-from recall.store.rows import StoreOpenError
 from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
 from recall.terminal import print_context
 

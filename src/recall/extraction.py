@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from recall.core.extraction import (
-    ExtractionParseError,
     FactChanges,
     extraction_messages,
     parse_extraction,
@@ -33,7 +32,8 @@ from recall.core.extraction import (
 )
 from recall.core.facts import Fact
 from recall.core.models import Message
-from recall.llm.base import ChatModel, ModelError
+from recall.errors import ExtractionParseError, ModelError
+from recall.llm.base import ChatModel
 
 logger = logging.getLogger("recall.extraction")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from recall.core import tokens
-from recall.core.tokens import RankFileError, TokenCounter, encoding_for_model
-from recall.errors import InvalidInputError
+from recall.core.tokens import TokenCounter, encoding_for_model
+from recall.errors import InvalidInputError, RankFileError
 
 
 @pytest.mark.parametrize(

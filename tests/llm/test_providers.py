@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recall.errors import InvalidInputError
-from recall.llm import AnthropicModel, ChatModel, ModelError, OpenAICompatibleModel, chat_model_from_settings
+from recall.errors import InvalidInputError, ModelError
+from recall.llm import AnthropicModel, ChatModel, OpenAICompatibleModel, chat_model_from_settings
 from recall.llm.anthropic import JSON_INSTRUCTION, anthropic_messages
 from recall.llm.base import AgentModel, ModelReply, Tool, ToolCall
 from recall.llm.factory import agent_model

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings, World
+from recall.errors import ModelError
 from recall.importers import read_jsonl, store_conversation
 from recall.llm import OpenAICompatibleModel
 from recall.llm.anthropic import AnthropicModel
-from recall.llm.base import ModelError
 from recall.runner.agent_runner import APOLOGY, AgentRunner
 from recall.runner.backend import LocalBackend
 from recall.server.config import ServerConfig

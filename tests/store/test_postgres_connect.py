@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from recall.errors import StoreOpenError
 from recall.store.postgres import PostgresStore
-from recall.store.rows import StoreOpenError
 
 ROLE = "recall_password_user"
 DATABASE = "recall_password_db"

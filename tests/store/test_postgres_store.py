@@ -20,12 +20,11 @@ from typer.testing import CliRunner
 from recall import Recall, Settings
 from recall.cli import app
 from recall.demo import build_demo_world
-from recall.errors import InvalidInputError, RecallError
+from recall.errors import InvalidInputError, RecallError, StoreVersionError
 from recall.server.config import ServerConfig
 from recall.store import open_store
 from recall.store.postgres import PostgresStore, redacted_url
 from recall.store.postgres_schema import LATEST_VERSION
-from recall.store.rows import StoreVersionError
 from tests.server.conftest import start_server, stop_server
 
 SETTINGS = Settings(embeddings="none", index_interval=0)

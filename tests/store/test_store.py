@@ -17,11 +17,11 @@ import psycopg
 import pytest
 
 from recall.core.models import SenderType
-from recall.errors import InvalidInputError, RecallError
+from recall.errors import InvalidInputError, RecallError, StoreVersionError
 from recall.service import PostRequest, RecallService
 from recall.store import open_store
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
-from recall.store.sqlite import MEMORY_PAGE, SQLiteStore, StoreVersionError
+from recall.store.sqlite import MEMORY_PAGE, SQLiteStore
 from recall.store.sqlite import sqlite3 as store_sqlite3
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 

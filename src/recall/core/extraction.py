@@ -25,7 +25,7 @@ from typing import Any
 
 from recall.core.facts import CATEGORIES, SECTION_NAMES, Fact, NewFact, validate_new_fact
 from recall.core.models import Message, SenderType
-from recall.errors import InvalidInputError, RecallError
+from recall.errors import ExtractionParseError, InvalidInputError
 
 #: Each message is cut to this many characters before it goes into the prompt.
 MESSAGE_CHARS = 1000
@@ -142,16 +142,6 @@ def extraction_messages(
 
 
 # -- parsing the answer --------------------------------------------------------------------
-
-
-class ExtractionParseError(RecallError):
-    """The model's answer holds no usable JSON object; nothing is changed."""
-
-    def __init__(self, problem: str, text: str) -> None:
-        self.problem = problem
-        self.text = text
-        excerpt = " ".join(text.split())[:200]
-        super().__init__(f"extraction answer has no usable JSON object ({problem}); answer began: {excerpt!r}")
 
 
 @dataclass(frozen=True)

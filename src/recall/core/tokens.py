@@ -19,7 +19,7 @@ from typing import Any
 
 import tiktoken
 
-from recall.errors import InvalidInputError
+from recall.errors import InvalidInputError, RankFileError
 
 _ENDOFTEXT = "<|endoftext|>"
 _ENDOFPROMPT = "<|endofprompt|>"
@@ -61,10 +61,6 @@ ENCODING_NAMES = tuple(_ENCODINGS)
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
-
-
-class RankFileError(RuntimeError):
-    """The shipped rank file is missing or is not the one tiktoken pins."""
 
 
 def _rank_dir() -> Path:

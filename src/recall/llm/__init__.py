@@ -7,8 +7,9 @@ summaries (spec §3). Both only need "messages in, text out", so that is all the
 
 from __future__ import annotations
 
+from recall.errors import ModelError
 from recall.llm.anthropic import AnthropicModel
-from recall.llm.base import ChatModel, ModelError
+from recall.llm.base import ChatModel
 from recall.llm.factory import PROVIDERS, chat_model_from_settings
 from recall.llm.openai_compat import OpenAICompatibleModel
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.errors import ModelError
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
 
 if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick

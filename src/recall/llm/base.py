@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from recall.errors import RecallError
+from recall.errors import ModelError
 
 
 @runtime_checkable
@@ -167,22 +167,6 @@ class HostedModel:
     def _one_token(self) -> None:
         """The smallest chat request: a one-token reply to "Hi"; `ModelError` if it fails."""
         raise NotImplementedError
-
-
-class ModelError(RecallError):
-    """A chat model could not be reached or refused the request."""
-
-    def __init__(
-        self, provider: str, model: str, problem: str, *, status: int | None = None, base_url: str | None = None
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.status = status
-        self.base_url = base_url
-        self.problem = problem
-        where = f" at {base_url}" if base_url else ""
-        code = f" (HTTP {status})" if status is not None else ""
-        super().__init__(f"{provider} model {model!r}{where} failed{code}: {problem}")
 
 
 def status_hint(status: int) -> str:

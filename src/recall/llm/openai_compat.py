@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from recall.llm.base import CHECK_RETRIES, HostedModel, ModelError, ModelReply, Tool, ToolCall, status_hint
+from recall.errors import ModelError
+from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
 
 if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
     import openai

@@ -15,7 +15,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from recall.core.models import Message
-from recall.llm.base import ChatModel, ModelError
+from recall.errors import ModelError
+from recall.llm.base import ChatModel
 
 logger = logging.getLogger("recall.summaries")
 

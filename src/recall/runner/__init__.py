@@ -11,8 +11,9 @@ Example::
         runner.step(timeout=30)  # or runner.run(stop_event) in a thread; run_agents() for several
 """
 
+from recall.errors import BackendError
 from recall.runner.agent_runner import APOLOGY, AgentRunner, RunStats, ToolFunction, run_agents, tool_function
-from recall.runner.backend import BackendError, HttpBackend, LocalBackend, RunnerBackend
+from recall.runner.backend import HttpBackend, LocalBackend, RunnerBackend
 from recall.runner.replies import Reply, process_reply
 
 __all__ = [

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall.core.models import Message
-from recall.llm.base import AgentModel, ModelError, Tool, ToolCall
+from recall.errors import ModelError
+from recall.llm.base import AgentModel, Tool, ToolCall
 from recall.runner.backend import RunnerBackend
 from recall.runner.replies import process_reply
 

@@ -12,7 +12,7 @@ import httpx
 
 from recall.core.models import Message
 from recall.core.routing import Decision
-from recall.errors import RecallError
+from recall.errors import BackendError
 from recall.service import PostRequest
 
 if TYPE_CHECKING:
@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 
 #: Reserved sender tool results are posted as (they belong to the calling agent's history).
 TOOL_SENDER = "system"
-
-
-class BackendError(RecallError):
-    """recall refused or could not be reached (an HTTP error from the server)."""
 
 
 class RunnerBackend(Protocol):

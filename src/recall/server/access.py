@@ -1,4 +1,4 @@
-"""Who is calling and what they may do: API keys, tenants, agent-bound keys, rate limits."""
+"""Who is calling: API keys to a `Principal` (what it may do is `app/gate.py`), rate limits."""
 
 from __future__ import annotations
 
@@ -6,53 +6,14 @@ import hmac
 import math
 import threading
 import time
-from dataclasses import dataclass
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Header, Request
 
+from recall.app.gate import Principal
+from recall.errors import AuthenticationError as AuthError
+from recall.errors import RateLimitedError
 from recall.server.config import ApiKey
-
-
-class AuthError(Exception):
-    """401: no or unknown credentials."""
-
-
-class ForbiddenError(Exception):
-    """403: known credentials, not allowed to do this."""
-
-
-class RateLimitedError(Exception):
-    def __init__(self, retry_after: int) -> None:
-        self.retry_after = retry_after
-        super().__init__(f"rate limit reached: retry after {retry_after} s")
-
-
-@dataclass(frozen=True)
-class Principal:
-    """The caller. Without configured keys everyone is the open principal (tenant '')."""
-
-    tenant: str = ""
-    agent: str | None = None
-    open: bool = True
-    #: An operator's key (`admin = true`): may read what covers every tenant, like /metrics.
-    admin: bool = False
-
-    def may_act_as(self, agent_id: str) -> bool:
-        return self.agent is None or self.agent.lower() == agent_id.lower()
-
-    def require_agent(self, agent_id: str) -> None:
-        if not self.may_act_as(agent_id):
-            raise ForbiddenError(f"this API key acts only as agent {self.agent!r}, not {agent_id!r}")
-
-    def require_admin(self, what: str) -> None:
-        if self.agent is not None:
-            raise ForbiddenError(f"an agent's API key cannot {what}; use a tenant key")
-
-    def require_operator(self, what: str) -> None:
-        """Only a keyless server's callers and admin keys (`admin = true` in [[keys]])."""
-        if not self.open and not self.admin:
-            raise ForbiddenError(f"only an admin key (admin = true in [[keys]]) may {what}")
 
 
 class KeyRing:

@@ -24,27 +24,22 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recall import __version__
+from recall.app.gate import Gate, Principal
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import would_respond
+from recall.errors import AuthenticationError as AuthError
 from recall.errors import (
     BudgetExceededError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
     PermissionDeniedError,
+    RateLimitedError,
     RecallError,
 )
 from recall.server import schemas
-from recall.server.access import (
-    AuthError,
-    Caller,
-    ForbiddenError,
-    KeyRing,
-    Principal,
-    RateLimitedError,
-    RateLimiter,
-)
+from recall.server.access import Caller, KeyRing, RateLimiter
 from recall.server.config import ServerConfig
 from recall.server.docs import add_docs_routes
 from recall.server.guard import RequestGuard
@@ -115,10 +110,6 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def unauthorized(_: Request, exc: AuthError) -> JSONResponse:
         return _error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
 
-    @app.exception_handler(ForbiddenError)
-    async def forbidden(_: Request, exc: ForbiddenError) -> JSONResponse:
-        return _error(403, "forbidden", str(exc))
-
     @app.exception_handler(RateLimitedError)
     async def limited(_: Request, exc: RateLimitedError) -> JSONResponse:
         return _error(429, "rate_limited", str(exc), headers={"Retry-After": str(exc.retry_after)})
@@ -165,18 +156,15 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     app.add_middleware(RequestGuard, loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote)
     _install_error_handlers(app)
 
+    gate = Gate(service, state.limiter)
+
     def world_of(world: str, who: Principal) -> WorldRecord:
-        """The caller's world `world`: ids are the tenant's own, so another tenant's world of
-        that id does not exist for this caller. Handlers pass on its key."""
-        return service.resolve_world(world, who.tenant if state.keys.enabled else None)
+        return gate.world(who, world)
 
     def agent_of(world: str, agent: str, who: Principal) -> tuple[str, str]:
         """(world key, agent id) of an agent the caller may act as."""
-        record = world_of(world, who)
-        profile = service.get_agent(record.key, agent)
-        who.require_agent(profile.id)
-        state.limiter.hit(record.key, profile.id)
-        return record.key, profile.id
+        record, agent_id = gate.agent(who, world, agent)
+        return record.key, agent_id
 
     def posted(message: Message, world_key: str, delivered: tuple[str, ...]) -> dict[str, Any]:
         state.notifier.notify(world_key, message)
@@ -218,7 +206,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     @app.get("/v1/worlds", tags=["worlds"], summary="List the caller's worlds")
     def list_worlds(who: Caller) -> dict[str, Any]:
-        worlds = service.list_worlds(tenant=who.tenant if state.keys.enabled else None)
+        worlds = gate.worlds(who)
         return {"worlds": [_world_json(w) for w in worlds]}
 
     @app.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
@@ -452,7 +440,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         world_id, agent_id = agent_of(world, agent, who)
         return {"forgotten": service.forget(world_id, agent_id, key)}
 
-    add_long_term_routes(app, service, world_of, agent_of)
+    add_long_term_routes(app, service, gate, agent_of)
     add_ui_routes(app)
     add_docs_routes(app)
     return app

@@ -18,31 +18,24 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse
 
+from recall.app.gate import Gate, Principal
 from recall.server import schemas
-from recall.server.access import Caller, ForbiddenError, Principal
+from recall.server.access import Caller
 from recall.service import RecallService
 from recall.store.base import WorldRecord
 
-WorldOf = Callable[[str, Principal], WorldRecord]
 AgentOf = Callable[[str, str, Principal], tuple[str, str]]
 
 
-def add_long_term_routes(app: FastAPI, service: RecallService, world_of: WorldOf, agent_of: AgentOf) -> None:
+def add_long_term_routes(app: FastAPI, service: RecallService, gate: Gate, agent_of: AgentOf) -> None:
     memory = service.long_term
+
+    def world_of(world: str, who: Principal) -> WorldRecord:
+        return gate.world(who, world)
 
     def scope_of(scope: str, who: Principal) -> tuple[str, str]:
         """(canonical scope, tenant) the caller may use."""
-        kind, _, rest = scope.partition(":")
-        tenant = who.tenant
-        if kind in ("world", "agent"):
-            world_id, _, agent_id = rest.partition("/")
-            record = world_of(world_id, who)
-            tenant = record.tenant
-            if kind == "agent" and agent_id and who.agent is not None and not who.may_act_as(agent_id):
-                raise ForbiddenError(
-                    f"this API key acts only as agent {who.agent!r}: another agent's facts are private"
-                )
-        return memory.scope(scope, tenant), tenant
+        return gate.scope(who, scope)
 
     # -- facts ------------------------------------------------------------------------------
 

@@ -30,13 +30,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recall import __version__
+from recall.app.gate import Gate, Principal
 from recall.core.inbox import CheckResult
-from recall.errors import RecallError
-from recall.server.access import AuthError, ForbiddenError, KeyRing, Principal, RateLimitedError, RateLimiter
+from recall.errors import AuthError, RecallError
+from recall.server.access import KeyRing, RateLimiter
 from recall.server.app import MAX_WAIT_SECONDS, ServerState
 from recall.server.config import ServerConfig, is_loopback
 from recall.server.inbox import Notifier, wait_for_mentions
 from recall.service import RecallService
+from recall.store.base import WorldRecord
 
 INSTRUCTIONS = (
     "recall keeps everything each participant of a world heard. As an agent: call `messages` with "
@@ -50,7 +52,7 @@ INSTRUCTIONS = (
 STDIO_POLL_SECONDS = 1.0
 
 #: Errors whose message is meant for the caller; anything else is a bug and stays hidden.
-_CALLER_ERRORS = (RecallError, AuthError, ForbiddenError, RateLimitedError)
+_CALLER_ERRORS = (RecallError,)
 
 ToolContext = Context[Any, Any]
 
@@ -66,7 +68,7 @@ def _as_tool_error() -> Iterator[None]:
 
 @dataclass
 class _Gate:
-    """Who may call, on what: the tools' share of what `agent_of` does for REST routes."""
+    """The caller of a tool and the defaults it acts on; what it may do is `app/gate.py`'s."""
 
     service: RecallService
     keys: KeyRing | None = None
@@ -77,13 +79,17 @@ class _Gate:
     tenant: str | None = None
 
     def _principal(self, ctx: ToolContext) -> Principal:
-        if self.keys is None:
-            return Principal()
+        if self.keys is None or not self.keys.enabled:
+            return Principal.local(self.tenant)
         headers = ctx.headers or {}
         return self.keys.principal(headers.get("authorization"))
 
     def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
         """The (world key, agent id) the call acts on, once the caller may act as that agent."""
+        record, agent_id = self._enter(ctx, world, agent)
+        return record.key, agent_id
+
+    def _enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[WorldRecord, str]:
         who = self._principal(ctx)
         world = world or self.world
         # A key bound to an agent acts as that agent unless the call names one.
@@ -92,26 +98,13 @@ class _Gate:
             raise ToolError("world: name the world (no default world was configured)")
         if not agent:
             raise ToolError("agent: name the agent to act as (no default agent was configured)")
-        # World ids are the tenant's own: another tenant's world does not exist for this caller,
-        # as over REST. Without keys (stdio, an open server) the id names it in any tenant.
-        keyed = self.keys is not None and self.keys.enabled
-        record = self.service.resolve_world(world, who.tenant if keyed else self.tenant)
-        agent_id = self.service.get_agent(record.key, agent).id
-        who.require_agent(agent_id)
-        if self.limiter is not None:
-            self.limiter.hit(record.key, agent_id)
-        return record.key, agent_id
+        return Gate(self.service, self.limiter).agent(who, world, agent)
 
     def scope(self, ctx: ToolContext, scope: str, world: str | None, agent: str | None) -> tuple[str, str]:
         """(canonical scope, tenant) of a facts call: the caller acts as its agent, which reaches
         user and world scopes and its own agent scope, never another agent's."""
-        world_key, agent_id = self.enter(ctx, world, agent)
-        record = self.service.get_world(world_key)
-        tenant = record.tenant
-        canonical = self.service.long_term.scope(scope, tenant)
-        if canonical.startswith("agent:") and canonical != f"agent:{record.id.lower()}/{agent_id.lower()}":
-            raise ForbiddenError(f"agent {agent_id!r} cannot reach another agent's facts ({canonical})")
-        return canonical, tenant
+        acting = self._enter(ctx, world, agent)
+        return Gate(self.service).scope(self._principal(ctx), scope, acting)
 
 
 def build_mcp_server(

@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
-from recall.errors import ConflictError
+from recall.errors import ConflictError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -43,8 +43,6 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
-    StoreOpenError,
-    StoreVersionError,
     chat_key,
     fact_record,
     merged_sections,

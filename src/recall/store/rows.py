@@ -24,15 +24,6 @@ MESSAGE_COLUMNS = (
 )
 
 
-class StoreVersionError(RecallError):
-    """The database was written by a newer recall than this one."""
-
-
-class StoreOpenError(RecallError):
-    """The store cannot be opened: a folder, an unwritable place, a file that is not a
-    recall store, a PostgreSQL server that cannot be reached or refuses the login."""
-
-
 def _null(_: str) -> None:
     return None
 

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
-from recall.errors import ConflictError, InvalidInputError
+from recall.errors import ConflictError, InvalidInputError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     ContextSession,
     FactWrite,
@@ -40,8 +40,6 @@ from recall.store.rows import (
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
-    StoreOpenError,
-    StoreVersionError,
     chat_key,
     fact_record,
     merged_sections,

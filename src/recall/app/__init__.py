@@ -1,0 +1,1 @@
+"""Use cases: what recall does, for a caller (`gate.Principal`) resolved in one place, `gate.py`."""
