@@ -17,18 +17,14 @@ from numpy.typing import NDArray
 from recall import Recall, Settings
 from recall.core.models import Message, SenderType
 from recall.errors import InvalidInputError
-from recall.retrieval.embeddings import Embedder, default_embedder
-from recall.retrieval.indexer import BackgroundIndexer
+from recall.search.base import IndexItem, message_text
+from recall.search.embeddings import Embedder, default_embedder
+from recall.search.fusion import HYBRID_RRF_K, HYBRID_WEIGHTS
+from recall.search.index import SearchIndex
+from recall.search.indexer import BackgroundIndexer
+from recall.search.sqlite import SQLiteSearch, match_expression
 from recall.service import PostRequest
 from recall.store.sqlite import SQLiteStore
-from recall.store.sqlite_search import (
-    HYBRID_RRF_K,
-    HYBRID_WEIGHTS,
-    IndexItem,
-    SQLiteSearchIndex,
-    match_expression,
-    message_text,
-)
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 #: These tests drive the index themselves: no background indexer of the store's own.
@@ -57,7 +53,7 @@ def embedder() -> Embedder:
 class Setup:
     mem: Recall
     store: SQLiteStore
-    index: SQLiteSearchIndex
+    index: SearchIndex
     messages: list[Message]
 
 
@@ -84,7 +80,7 @@ def setup(tmp_path: Path, embedder: Embedder) -> Iterator[Setup]:
     """World `w` with the conversation above, indexed and embedded."""
     mem = Recall(tmp_path / "recall.db", settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = SearchIndex(SQLiteSearch(_store(mem)), embedder)
     index.catch_up()
     yield Setup(mem, _store(mem), index, messages)
     mem.close()
@@ -247,7 +243,7 @@ def test_index_messages_is_incremental_and_survives_reopening(tmp_path: Path, em
     path = tmp_path / "recall.db"
     mem = Recall(path, settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = SearchIndex(SQLiteSearch(_store(mem)), embedder)
     assert index.pending() == len(messages)
     assert index.index_messages(limit=3) == 3
     assert index.index_messages(limit=100) == len(messages) - 3
@@ -259,7 +255,7 @@ def test_index_messages_is_incremental_and_survives_reopening(tmp_path: Path, em
 
     mem = Recall(path, settings=MANUAL)
     store = _store(mem)
-    index = SQLiteSearchIndex(store, embedder)
+    index = SearchIndex(SQLiteSearch(store), embedder)
     assert index.pending() == 1 + len(messages) - 5
     assert index.catch_up() == 1 + (len(messages) - 5 + 1)  # one copied, the rest embedded
     assert index.pending() == 0
@@ -279,7 +275,7 @@ def test_a_message_is_indexed_with_the_turn_before_it_in_its_chat(tmp_path: Path
     mem = Recall(tmp_path / "recall.db", settings=MANUAL)
     messages = _post_conversation(mem)
     store = _store(mem)
-    index = SQLiteSearchIndex(store)
+    index = SearchIndex(SQLiteSearch(store))
     while index.index_messages(limit=batch):
         pass  # batches of 1 and 3 look the previous turn up in the index, not in the batch
     text = {m.id: message_text(m) for m in messages}
@@ -354,7 +350,7 @@ def test_embedding_runs_outside_the_lock_and_skips_items_changed_meanwhile(setup
             assert not writer.is_alive(), "a write waited for the embedding model"
             return self.inner.embed(texts)
 
-    racing = SQLiteSearchIndex(setup.store, DuringEmbedding(embedder))
+    racing = SearchIndex(SQLiteSearch(setup.store), DuringEmbedding(embedder))
     assert racing.embed_pending(batch=10) == 0  # the only pending item was replaced
     assert posted
     # The new message copied (1), then it and the new note embedded (2).
@@ -426,7 +422,7 @@ def test_an_image_caption_is_searchable(setup: Setup) -> None:
 def test_without_an_embedder_searches_fall_back_to_bm25(tmp_path: Path) -> None:
     with Recall(tmp_path / "recall.db", settings=MANUAL) as mem:
         messages = _post_conversation(mem)
-        index = SQLiteSearchIndex(_store(mem), None)
+        index = SearchIndex(SQLiteSearch(_store(mem)), None)
         assert not index.has_vectors
         assert index.pending() == len(messages)
         assert index.catch_up() == len(messages)
@@ -452,8 +448,8 @@ def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder
             return self.inner.embed(texts)
 
     total = len(setup.messages)
-    assert SQLiteSearchIndex(setup.store, embedder).pending() == 0  # same model: nothing to redo
-    renamed = SQLiteSearchIndex(setup.store, Renamed(embedder))
+    assert SearchIndex(SQLiteSearch(setup.store), embedder).pending() == 0  # same model: nothing to redo
+    renamed = SearchIndex(SQLiteSearch(setup.store), Renamed(embedder))
     assert renamed.pending() == total
     assert renamed.search("computer display smashed", tenant="", space="w", method="vector") == []
     assert renamed.catch_up() == total
@@ -469,7 +465,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
     path = tmp_path / "recall.db"
     mem = Recall(path, settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = SearchIndex(SQLiteSearch(_store(mem)), embedder)
     indexer = BackgroundIndexer(index, batch=4, interval=30.0).start()
     assert indexer.wait_idle(timeout=20)
     world = mem.world("w")
@@ -484,7 +480,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
     world.post_many([PostRequest("bob", f"Backlog message number {i} about gazpacho.") for i in range(10)])
     mem.close()
     mem = Recall(path, settings=MANUAL)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = SearchIndex(SQLiteSearch(_store(mem)), embedder)
     assert index.pending() == 10
     indexer = BackgroundIndexer(index, batch=4, interval=30.0)
     assert not indexer.wait_idle(timeout=0.1)  # not started: nothing happens
@@ -502,7 +498,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
 class _Failing:
     """An index whose first two rounds fail, as a locked or full disk would make them."""
 
-    def __init__(self, index: SQLiteSearchIndex) -> None:
+    def __init__(self, index: SearchIndex) -> None:
         self.index = index
         self.failures = 0
 
