@@ -42,7 +42,7 @@ from rich.table import Table
 from recall import Message, Recall, Settings, World
 from recall.core.tokens import TokenCounter
 from recall.importers import Conversation, read_locomo, store_conversation
-from recall.store.sqlite_search import message_text
+from recall.search.base import message_text
 
 METHODS = ("bm25", "vector", "hybrid")
 CUTOFFS = (5, 10, 25, 50)

@@ -52,7 +52,7 @@ from rich.table import Table
 
 from recall import PostRequest, Recall, Settings
 from recall.errors import InvalidInputError
-from recall.retrieval.embeddings import Embedder
+from recall.search.embeddings import Embedder
 from recall.service import parse_timestamp
 
 METHODS = ("bm25", "vector", "hybrid")

@@ -8,7 +8,7 @@ What it measures
 ----------------
 1. **Build** - `--items` chat messages (deterministic from `--seed`, see below) are imported
    into one world (`World.import_messages`), copied into the keyword index, then embedded
-   through the index's own path (`SQLiteSearchIndex.embed_pending`, `--embed-batch` texts per
+   through the index's own path (`SearchIndex.embed_pending`, `--embed-batch` texts per
    call, as the background indexer does), with progress every 30 s. Reported: import and
    index-copy rates, **embedding throughput in texts/s** over the whole build, and the size of
    the store file.
@@ -63,8 +63,8 @@ from rich.table import Table
 from threadpoolctl import threadpool_limits
 
 from recall import PostRequest, Recall, Settings, World
-from recall.retrieval.embeddings import bundled_model_dir, default_embedder
-from recall.store.sqlite_search import SQLiteSearchIndex
+from recall.search.embeddings import bundled_model_dir, default_embedder
+from recall.search.index import SearchIndex
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "search_bench.json"
 WORLD_ID = "search-bench"
@@ -233,7 +233,7 @@ def _message_count(world: World) -> int:
     return sum(count for _, count in world.chats())
 
 
-def _index(mem: Recall) -> SQLiteSearchIndex:
+def _index(mem: Recall) -> SearchIndex:
     # The bench drives the index directly to show progress and time each phase; refresh_index()
     # does the same work in one call.
     index = mem.service.long_term.index

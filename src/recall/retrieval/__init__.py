@@ -1,1 +1,1 @@
-"""Retrieval: embeddings, rank fusion and the background indexer behind semantic search."""
+"""Moved to recall.search (transition shim: the lead rewrites the imports and deletes it)."""

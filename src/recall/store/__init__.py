@@ -9,9 +9,9 @@ from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import SQLiteStore
 from recall.store.urls import is_postgres_url
 
-if TYPE_CHECKING:  # the search stack (numpy, the embedder) loads when a store opens its index
-    from recall.retrieval.indexer import BackgroundIndexer
-    from recall.store.sqlite_search import SQLiteSearchIndex
+if TYPE_CHECKING:
+    from recall.search.index import SearchIndex
+    from recall.search.indexer import BackgroundIndexer
 
 __all__ = [
     "NewMessage",
@@ -34,25 +34,9 @@ def open_store(location: str) -> Store:
     return SQLiteStore(location)
 
 
-def open_search_index(store: Store, settings: Settings) -> tuple[SQLiteSearchIndex | None, BackgroundIndexer | None]:
-    """The search index of a store, with the embedder the settings name, and its background
-    indexer (started) unless `settings.index_interval` is 0. (None, None) for a store
-    without one."""
-    from recall.retrieval.embeddings import embedder_for
-    from recall.retrieval.indexer import BackgroundIndexer
-    from recall.store.sqlite_search import SQLiteSearchIndex
+def open_search_index(store: Store, settings: Settings) -> tuple[SearchIndex | None, BackgroundIndexer | None]:
+    """Transition: moved to `recall.search.open_search_index` (store/ knows no search; the lead
+    points the callers there and deletes this)."""
+    from recall.search import open_search_index as open_index
 
-    embedder = embedder_for(settings.embeddings)
-    index: SQLiteSearchIndex
-    if isinstance(store, SQLiteStore):
-        index = SQLiteSearchIndex(store, embedder)
-    else:
-        from recall.store.postgres import PostgresStore
-        from recall.store.postgres_search import PostgresSearchIndex
-
-        if not isinstance(store, PostgresStore):
-            return None, None
-        index = PostgresSearchIndex(store, embedder)
-    if not settings.index_interval > 0:
-        return index, None
-    return index, BackgroundIndexer(index, batch=settings.embed_batch, interval=settings.index_interval).start()
+    return open_index(store, settings)

@@ -1,5 +1,6 @@
-"""The search index on a real SQLite file with the real embedding model: BM25, vectors,
-hybrid fusion, every filter, incremental indexing and the background indexer."""
+"""The search index on each store (a SQLite file, a PostgreSQL database) with the real
+embedding model: BM25, vectors, hybrid fusion, every filter, incremental indexing and the
+background indexer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,18 +17,15 @@ from numpy.typing import NDArray
 from recall import Recall, Settings
 from recall.core.models import Message, SenderType
 from recall.errors import InvalidInputError
-from recall.retrieval.embeddings import Embedder, default_embedder
-from recall.retrieval.indexer import BackgroundIndexer
+from recall.search.base import IndexItem, RowStore, message_text
+from recall.search.embeddings import Embedder, default_embedder
+from recall.search.fusion import HYBRID_RRF_K, HYBRID_WEIGHTS
+from recall.search.index import SearchIndex
+from recall.search.indexer import BackgroundIndexer
+from recall.search.open import search_index
+from recall.search.sqlite import match_expression
 from recall.service import PostRequest
 from recall.store.sqlite import SQLiteStore
-from recall.store.sqlite_search import (
-    HYBRID_RRF_K,
-    HYBRID_WEIGHTS,
-    IndexItem,
-    SQLiteSearchIndex,
-    match_expression,
-    message_text,
-)
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 #: These tests drive the index themselves: no background indexer of the store's own.
@@ -56,15 +53,29 @@ def embedder() -> Embedder:
 @dataclass
 class Setup:
     mem: Recall
-    store: SQLiteStore
-    index: SQLiteSearchIndex
+    store: RowStore
+    index: SearchIndex
     messages: list[Message]
 
 
-def _store(mem: Recall) -> SQLiteStore:
-    store = mem.service.store
-    assert isinstance(store, SQLiteStore)
+def _store(mem: Recall) -> RowStore:
+    store: RowStore = mem.service.store  # type: ignore[assignment]  # both stores have _read and _write
     return store
+
+
+def _index(store: RowStore, embedder: Embedder | None = None) -> SearchIndex:
+    index = search_index(store, embedder)  # type: ignore[arg-type]
+    assert index is not None
+    return index
+
+
+def _on_sqlite(store: RowStore) -> bool:
+    return isinstance(store, SQLiteStore)
+
+
+#: How many items are embedded, on either database (`embedded` is 0/1 on SQLite, a boolean on
+#: PostgreSQL).
+EMBEDDED = "COUNT(CASE WHEN embedded THEN 1 END)"
 
 
 def _post_conversation(mem: Recall) -> list[Message]:
@@ -80,11 +91,11 @@ def _post_conversation(mem: Recall) -> list[Message]:
 
 
 @pytest.fixture
-def setup(tmp_path: Path, embedder: Embedder) -> Iterator[Setup]:
+def setup(store_location: str, embedder: Embedder) -> Iterator[Setup]:
     """World `w` with the conversation above, indexed and embedded."""
-    mem = Recall(tmp_path / "recall.db", settings=MANUAL)
+    mem = Recall(store_location, settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = _index(_store(mem), embedder)
     index.catch_up()
     yield Setup(mem, _store(mem), index, messages)
     mem.close()
@@ -243,11 +254,11 @@ def test_other_tenants_and_spaces_never_appear(setup: Setup, method: str) -> Non
 # -- writing the index -----------------------------------------------------------------------
 
 
-def test_index_messages_is_incremental_and_survives_reopening(tmp_path: Path, embedder: Embedder) -> None:
-    path = tmp_path / "recall.db"
+def test_index_messages_is_incremental_and_survives_reopening(store_location: str, embedder: Embedder) -> None:
+    path = store_location
     mem = Recall(path, settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = _index(_store(mem), embedder)
     assert index.pending() == len(messages)
     assert index.index_messages(limit=3) == 3
     assert index.index_messages(limit=100) == len(messages) - 3
@@ -259,27 +270,28 @@ def test_index_messages_is_incremental_and_survives_reopening(tmp_path: Path, em
 
     mem = Recall(path, settings=MANUAL)
     store = _store(mem)
-    index = SQLiteSearchIndex(store, embedder)
+    index = _index(store, embedder)
     assert index.pending() == 1 + len(messages) - 5
     assert index.catch_up() == 1 + (len(messages) - 5 + 1)  # one copied, the rest embedded
     assert index.pending() == 0
-    counts = store._read("SELECT COUNT(*), COUNT(DISTINCT source_id), SUM(embedded) FROM search_items")[0]
+    counts = store._read(f"SELECT COUNT(*), COUNT(DISTINCT source_id), {EMBEDDED} FROM search_items")[0]
     assert tuple(counts) == (len(messages) + 1,) * 3
-    assert store._read("SELECT COUNT(*) FROM search_vec")[0][0] == len(messages) + 1
+    vectors = "SELECT COUNT(*) FROM search_vec" if _on_sqlite(store) else "SELECT COUNT(embedding) FROM search_items"
+    assert store._read(vectors)[0][0] == len(messages) + 1
     assert _ids(index.search("restart", tenant="", space="w", method="vector", k=1)) == [len(messages) + 1]
     mem.close()
 
 
-def _contexts(store: SQLiteStore) -> dict[int, str]:
+def _contexts(store: RowStore) -> dict[int, str]:
     return dict(store._read("SELECT source_id, context FROM search_items WHERE kind = 'message'"))
 
 
 @pytest.mark.parametrize("batch", [1, 3, 1000])
-def test_a_message_is_indexed_with_the_turn_before_it_in_its_chat(tmp_path: Path, batch: int) -> None:
-    mem = Recall(tmp_path / "recall.db", settings=MANUAL)
+def test_a_message_is_indexed_with_the_turn_before_it_in_its_chat(store_location: str, batch: int) -> None:
+    mem = Recall(store_location, settings=MANUAL)
     messages = _post_conversation(mem)
     store = _store(mem)
-    index = SQLiteSearchIndex(store)
+    index = _index(store)
     while index.index_messages(limit=batch):
         pass  # batches of 1 and 3 look the previous turn up in the index, not in the batch
     text = {m.id: message_text(m) for m in messages}
@@ -323,9 +335,11 @@ def test_add_replaces_an_item_and_remove_deletes_it(setup: Setup) -> None:
     assert index.remove("memory", [7]) == 0
     for method in METHODS:
         assert _search(setup, "spare keys neighbour", kinds=["memory"], method=method) == []
-    assert setup.store._read("SELECT COUNT(*) FROM search_vec WHERE id NOT IN (SELECT id FROM search_items)")[0][0] == 0
-    # The FTS index agrees with its content table after the deletes.
-    setup.store._read("INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)")
+    if _on_sqlite(setup.store):  # on PostgreSQL the vector and the words are columns of the item's row
+        orphans = "SELECT COUNT(*) FROM search_vec WHERE id NOT IN (SELECT id FROM search_items)"
+        assert setup.store._read(orphans)[0][0] == 0
+        # The FTS index agrees with its content table after the deletes.
+        setup.store._read("INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def test_embedding_runs_outside_the_lock_and_skips_items_changed_meanwhile(setup: Setup, embedder: Embedder) -> None:
@@ -354,7 +368,7 @@ def test_embedding_runs_outside_the_lock_and_skips_items_changed_meanwhile(setup
             assert not writer.is_alive(), "a write waited for the embedding model"
             return self.inner.embed(texts)
 
-    racing = SQLiteSearchIndex(setup.store, DuringEmbedding(embedder))
+    racing = _index(setup.store, DuringEmbedding(embedder))
     assert racing.embed_pending(batch=10) == 0  # the only pending item was replaced
     assert posted
     # The new message copied (1), then it and the new note embedded (2).
@@ -423,10 +437,10 @@ def test_an_image_caption_is_searchable(setup: Setup) -> None:
 # -- without an embedder, and a changed model ---------------------------------------------------
 
 
-def test_without_an_embedder_searches_fall_back_to_bm25(tmp_path: Path) -> None:
-    with Recall(tmp_path / "recall.db", settings=MANUAL) as mem:
+def test_without_an_embedder_searches_fall_back_to_bm25(store_location: str) -> None:
+    with Recall(store_location, settings=MANUAL) as mem:
         messages = _post_conversation(mem)
-        index = SQLiteSearchIndex(_store(mem), None)
+        index = _index(_store(mem), None)
         assert not index.has_vectors
         assert index.pending() == len(messages)
         assert index.catch_up() == len(messages)
@@ -436,7 +450,14 @@ def test_without_an_embedder_searches_fall_back_to_bm25(tmp_path: Path) -> None:
             # The invoice message, then the reply to it (found through its context).
             assert _ids(hits) == [messages[0].id, messages[1].id]
             assert hits[0].method == "bm25"
-        assert _store(mem)._read("SELECT COUNT(*) FROM sqlite_master WHERE name = 'search_vec'")[0][0] == 0
+        store = _store(mem)
+        storage = (
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'search_vec'"
+            if _on_sqlite(store)
+            else "SELECT COUNT(*) FROM information_schema.columns"
+            " WHERE table_name = 'search_items' AND column_name = 'embedding'"
+        )
+        assert store._read(storage)[0][0] == 0
 
 
 def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder: Embedder) -> None:
@@ -452,8 +473,8 @@ def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder
             return self.inner.embed(texts)
 
     total = len(setup.messages)
-    assert SQLiteSearchIndex(setup.store, embedder).pending() == 0  # same model: nothing to redo
-    renamed = SQLiteSearchIndex(setup.store, Renamed(embedder))
+    assert _index(setup.store, embedder).pending() == 0  # same model: nothing to redo
+    renamed = _index(setup.store, Renamed(embedder))
     assert renamed.pending() == total
     assert renamed.search("computer display smashed", tenant="", space="w", method="vector") == []
     assert renamed.catch_up() == total
@@ -465,11 +486,11 @@ def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder
 # -- the background indexer ----------------------------------------------------------------------
 
 
-def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: Path, embedder: Embedder) -> None:
-    path = tmp_path / "recall.db"
+def test_background_indexer_catches_up_after_notify_and_after_restart(store_location: str, embedder: Embedder) -> None:
+    path = store_location
     mem = Recall(path, settings=MANUAL)
     messages = _post_conversation(mem)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = _index(_store(mem), embedder)
     indexer = BackgroundIndexer(index, batch=4, interval=30.0).start()
     assert indexer.wait_idle(timeout=20)
     world = mem.world("w")
@@ -484,7 +505,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
     world.post_many([PostRequest("bob", f"Backlog message number {i} about gazpacho.") for i in range(10)])
     mem.close()
     mem = Recall(path, settings=MANUAL)
-    index = SQLiteSearchIndex(_store(mem), embedder)
+    index = _index(_store(mem), embedder)
     assert index.pending() == 10
     indexer = BackgroundIndexer(index, batch=4, interval=30.0)
     assert not indexer.wait_idle(timeout=0.1)  # not started: nothing happens
@@ -494,7 +515,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
     assert len(hits) == len(messages) + 11  # every embedded message is a neighbour
     assert all("gazpacho" in h.text for h in hits[:10])  # the backlog ranks first
     total = len(messages) + 11
-    assert _store(mem)._read("SELECT COUNT(*), SUM(embedded) FROM search_items")[0] == (total, total)
+    assert tuple(_store(mem)._read(f"SELECT COUNT(*), {EMBEDDED} FROM search_items")[0]) == (total, total)
     assert indexer.stop(timeout=10)
     mem.close()
 
@@ -502,7 +523,7 @@ def test_background_indexer_catches_up_after_notify_and_after_restart(tmp_path: 
 class _Failing:
     """An index whose first two rounds fail, as a locked or full disk would make them."""
 
-    def __init__(self, index: SQLiteSearchIndex) -> None:
+    def __init__(self, index: SearchIndex) -> None:
         self.index = index
         self.failures = 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recall.errors import InvalidInputError
-from recall.retrieval.hybrid import reciprocal_rank_fusion
+from recall.search.fusion import reciprocal_rank_fusion
 
 
 def test_scores_are_sums_of_reciprocal_ranks() -> None:

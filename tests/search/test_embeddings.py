@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from recall.errors import InvalidInputError
-from recall.retrieval.embeddings import (
+from recall.search.embeddings import (
     MAX_TOKENS,
     EmbeddingModelMissingError,
     LazyMiniLM,

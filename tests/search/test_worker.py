@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.processes import gone
 
 from recall import Recall, Settings
-from recall.index_worker import start_worker_process, stop_worker_process
+from recall.search.worker import start_worker_process, stop_worker_process
 from recall.store.sqlite import SQLiteStore
+from tests.processes import gone
 
 MANUAL = Settings(index_interval=0)
 
@@ -68,7 +68,7 @@ def test_a_worker_ends_with_its_parent_killed_by_sigkill(tmp_path: Path) -> None
     path = tmp_path / "r.db"
     _world(path).close()
     parent = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from recall.index_worker import start_worker_process;"
+        [sys.executable, "-c", "import sys, time; from recall.search.worker import start_worker_process;"
          f" p = start_worker_process({str(path)!r}); print(p.pid, flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE,
     )  # fmt: skip

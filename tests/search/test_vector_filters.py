@@ -16,12 +16,14 @@ import psycopg
 import pytest
 from numpy.typing import NDArray
 from psycopg import sql
-from tests.pg import new_database
 
+from recall.search.base import IndexItem
+from recall.search.index import SearchIndex
+from recall.search.sqlite import SQLiteSearch
 from recall.store import open_store
 from recall.store.base import Store
 from recall.store.sqlite import SQLiteStore
-from recall.store.sqlite_search import IndexItem, SQLiteSearchIndex
+from tests.pg import new_database
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 RARE_AT = T0 + timedelta(days=1)
@@ -73,13 +75,13 @@ def _items() -> list[IndexItem]:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteSearchIndex]:
+def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchIndex]:
     """The search index of a fresh store of each kind, holding `_items()`, all embedded (built
     once: the tests only search)."""
     if request.param == "sqlite":
         store: Store = open_store(str(tmp_path_factory.mktemp("vector") / "store.db"))
         assert isinstance(store, SQLiteStore)
-        search = SQLiteSearchIndex(store, CircleEmbedder())
+        search = SearchIndex(SQLiteSearch(store), CircleEmbedder())
     else:
         search = _postgres_index(new_database(request.getfixturevalue("postgres_server")))
     search.add(_items())
@@ -89,13 +91,13 @@ def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     search._store.close()
 
 
-def _postgres_index(url: str) -> SQLiteSearchIndex:
+def _postgres_index(url: str) -> SearchIndex:
     """On a table this small PostgreSQL would rather sort every match than walk the HNSW graph;
     on a large one it walks the graph, and that is the plan under test. A sort is what every
     other plan needs, so with sorts disabled the planner walks the graph here too (and still
     sorts where nothing else answers the query)."""
+    from recall.search.postgres import PostgresSearch
     from recall.store.postgres import PostgresStore
-    from recall.store.postgres_search import PostgresSearchIndex
 
     with psycopg.connect(url, autocommit=True) as conn:
         database = conn.execute("SELECT current_database()").fetchone()
@@ -103,14 +105,14 @@ def _postgres_index(url: str) -> SQLiteSearchIndex:
         conn.execute(sql.SQL("ALTER DATABASE {} SET enable_sort = off").format(sql.Identifier(database[0])))
     store = open_store(url)
     assert isinstance(store, PostgresStore)
-    return PostgresSearchIndex(store, CircleEmbedder())
+    return SearchIndex(PostgresSearch(store), CircleEmbedder())
 
 
 def _nearest(items: list[tuple[int, float]], k: int) -> list[int]:
     return [source_id for source_id, _ in sorted(items, key=lambda item: item[1])[:k]]
 
 
-def _vector_search(index: SQLiteSearchIndex, k: int, **filters: Any) -> list[int]:
+def _vector_search(index: SearchIndex, k: int, **filters: Any) -> list[int]:
     hits = index.search("deg:0", tenant="", method="vector", k=k, **{"space": "w", **filters})
     similarities = [h.similarity for h in hits]
     assert similarities == sorted(similarities, reverse=True), filters  # best first
@@ -128,43 +130,43 @@ RARE_FILTERS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("filters", RARE_FILTERS, ids=[next(iter(f)) for f in RARE_FILTERS])
-def test_a_selective_filter_finds_every_match_however_far(index: SQLiteSearchIndex, filters: dict[str, Any]) -> None:
+def test_a_selective_filter_finds_every_match_however_far(index: SearchIndex, filters: dict[str, Any]) -> None:
     """Only five items pass the filter, and 1,300 others lie nearer the query than any of them."""
     assert _vector_search(index, 3, **filters) == _nearest(RARE, 3)
     assert _vector_search(index, 5, **filters) == _nearest(RARE, 5)
     assert _vector_search(index, 50, **filters) == _nearest(RARE, 5)  # all there are
 
 
-def test_a_small_space_finds_its_own_items(index: SQLiteSearchIndex) -> None:
+def test_a_small_space_finds_its_own_items(index: SearchIndex) -> None:
     """A space holding five items, in a table whose other space holds 1,305 nearer ones."""
     assert _vector_search(index, 5, space="small") == _nearest(SMALL, 5)
     assert _vector_search(index, 10, space="SMALL") == _nearest(SMALL, 5)  # space ids ignore case
 
 
-def test_a_filter_matching_many_items_beyond_the_nearest_finds_the_nearest_of_them(index: SQLiteSearchIndex) -> None:
+def test_a_filter_matching_many_items_beyond_the_nearest_finds_the_nearest_of_them(index: SearchIndex) -> None:
     """Ann's 1,050 items all lie beyond maria's 250 nearest ones."""
     ann = [(i, angle) for i, angle in FILLER if i > MARIA]
     assert _vector_search(index, 10, sender="ann") == _nearest(ann, 10)
     assert _vector_search(index, 400, sender="ann") == _nearest(ann, 400)
 
 
-def test_k_above_the_graph_search_width_returns_k_hits(index: SQLiteSearchIndex) -> None:
+def test_k_above_the_graph_search_width_returns_k_hits(index: SearchIndex) -> None:
     assert _vector_search(index, 300) == _nearest(FILLER + RARE, 300)
     assert _vector_search(index, 1000, sender="maria") == _nearest(FILLER[:MARIA], MARIA)
 
 
-def test_a_graph_walk_stopped_short_falls_back_to_comparing_every_match(index: SQLiteSearchIndex) -> None:
+def test_a_graph_walk_stopped_short_falls_back_to_comparing_every_match(index: SearchIndex) -> None:
     """pgvector stops an iterative scan after `hnsw.max_scan_tuples` tuples, short of the rows
     asked for when the matches lie far away; the search then compares every match instead."""
     if isinstance(index._store, SQLiteStore):
         pytest.skip("only PostgreSQL walks a graph")
+    from recall.search.postgres import PostgresSearch
     from recall.store.postgres import PostgresStore
-    from recall.store.postgres_search import PostgresSearchIndex
 
-    url = str(getattr(index._store, "url"))  # noqa: B009 - a PostgresStore, typed as the SQLite one
+    url = str(getattr(index._store, "url"))  # noqa: B009 - a PostgresStore, typed as any RowStore
     short = PostgresStore(url + ("&" if "?" in url else "?") + "options=-c%20hnsw.max_scan_tuples%3D1")
     try:
-        search = PostgresSearchIndex(short, CircleEmbedder())
+        search = SearchIndex(PostgresSearch(short), CircleEmbedder())
         ann = [(i, angle) for i, angle in FILLER if i > MARIA]
         hits = search.search("deg:0", tenant="", space="w", method="vector", k=10, sender="ann")
         assert [h.source_id for h in hits] == _nearest(ann, 10)

@@ -1,0 +1,277 @@
+"""What every search backend shares: the records, the primitives a backend implements
+(`SearchBackend`), the store access the index needs (`RowStore`), query terms and the SQL of
+the filters.
+
+The index (`index.SearchIndex`) is written once over these: validation, paging, fusion, the
+embedding-model bookkeeping and the catch-up logic. A backend (`sqlite.py`, `postgres.py`)
+holds only the SQL that genuinely differs: its full-text engine and its vector store.
+
+Every backend returns search rows of one shape: the ten columns of `ITEM_COLUMNS` (the row's
+id first), then one score column (lower is better: a negated keyword rank, or a cosine
+distance).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+from recall.core.models import Message
+from recall.search.stopwords import content_terms
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+Kind = Literal["message", "memory", "fact"]
+Method = Literal["hybrid", "bm25", "vector"]
+KINDS: tuple[Kind, ...] = ("message", "memory", "fact")
+METHODS: tuple[Method, ...] = ("hybrid", "bm25", "vector")
+
+#: Keyword weight of a message's preceding turn (its `context`) against its own text (1).
+CONTEXT_WEIGHT = 0.5
+#: Largest `k` a search accepts.
+MAX_K = 1000
+#: Messages copied per `index_messages` call by `step`.
+MESSAGE_BATCH = 1000
+#: Owners a search may name, and ids one statement deletes (each is one SQL parameter).
+MAX_PARAMS = 500
+#: Query terms kept: a pasted page as a query should not become a 5,000-term OR.
+MAX_QUERY_TERMS = 64
+
+#: The columns of `search_items s` every search row starts with.
+ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, s.sender, s.created_at, s.importance"
+
+#: Words as both full-text engines tokenize them; everything else (quotes, *, -, :, parens,
+#: `&`, `|`) is dropped, so no user text can be read as query syntax.
+_TERM = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class IndexItem:
+    """One thing to make searchable. `owner` '' is visible to everyone in the space."""
+
+    tenant: str
+    space: str
+    kind: Kind
+    source_id: int
+    owner: str
+    text: str
+    created_at: datetime
+    chat_id: str | None = None
+    sender: str | None = None
+    importance: int | None = None
+
+
+class ItemRow(NamedTuple):
+    """An item as `search_items` stores it (the parameters of its INSERT, in column order)."""
+
+    tenant: str
+    space: str
+    kind: str
+    source_id: int
+    owner: str
+    chat_id: str | None
+    sender: str | None
+    importance: int | None
+    created_at: float
+    text: str
+    #: The indexed text of the turn before a message in its chat ('' for everything else).
+    context: str = ""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One result. `score` is higher-is-better: the RRF score for hybrid, the negated BM25
+    for bm25, the cosine similarity for vector. `method` is what actually ran (a vector or
+    hybrid search without an embedder runs as bm25). Ranks are 1-based within each method's
+    candidate list; `similarity` is 1 - cosine distance (clamped to 0..1) when the vector
+    search found the item."""
+
+    kind: Kind
+    source_id: int
+    score: float
+    text: str
+    space: str
+    owner: str
+    chat_id: str | None
+    sender: str | None
+    created_at: datetime
+    importance: int | None
+    method: Method
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class Filters:
+    """A search's validated filters (see `SearchIndex.search`); owners are lowercased and times
+    are POSIX timestamps, as the index stores them."""
+
+    tenant: str
+    space: str
+    kinds: tuple[str, ...]
+    owners: tuple[str, ...] | None
+    chat_id: str | None
+    sender: str | None
+    since: float | None
+    until: float | None
+    min_importance: int | None
+
+
+class RowStore(Protocol):
+    """What the index uses of a store: its reads and its write transactions."""
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    def _write(self) -> AbstractContextManager[Any]: ...
+
+
+class SearchBackend(Protocol):
+    """The primitives a database implements for the index; `db` is the cursor of a write
+    transaction (`store._write()`). Shared SQL is written with `?` and passed through `sql()`."""
+
+    #: The SQL condition of an item not embedded yet (the one its partial index is built on).
+    not_embedded: str
+
+    @property
+    def store(self) -> RowStore:
+        """The store whose rows are indexed (and where the index lives)."""
+        ...
+
+    def sql(self, statement: str) -> str:
+        """`statement` with this database's parameter placeholders instead of `?`."""
+        ...
+
+    def lock_indexing(self, db: Any) -> None:
+        """Keep other processes from copying messages until this transaction ends."""
+        ...
+
+    def vectors_exist(self) -> bool:
+        """Whether the vector storage has been created."""
+        ...
+
+    def create_vectors(self, db: Any, dim: int) -> None:
+        """Create the vector storage for vectors of `dim` floats, if it does not exist."""
+        ...
+
+    def drop_vectors(self, db: Any) -> None:
+        """Drop every vector (and the storage) and mark every item not embedded."""
+        ...
+
+    def insert_items(self, db: Any, rows: Sequence[ItemRow]) -> None:
+        """Insert items, keeping the existing one where one of the same kind and source id is
+        there; full-text indexing included."""
+        ...
+
+    def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
+        """Delete the items of `kind` with these source ids, their vectors and full-text rows
+        included; how many there were."""
+        ...
+
+    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
+        """Store one vector per (id, text) item, marking it embedded, unless the item is gone or
+        its text changed meanwhile; how many were stored."""
+        ...
+
+    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
+        """Search rows of the best full-text matches of any of `terms` (not empty), best first."""
+        ...
+
+    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Any]:
+        """Search rows of the `limit` nearest embedded items that pass the filters (every one
+        that does, if fewer), nearest first."""
+        ...
+
+
+def message_text(message: Message) -> str:
+    """What a message is indexed as: who said it and what, plus an image's caption, so a
+    search for "the photo of the beach" finds the message that shared it."""
+    return indexed_text(message.sender, message.content, message.metadata)
+
+
+def indexed_text(sender: str, content: str, metadata: Mapping[str, Any]) -> str:
+    """`message_text` of a message's stored fields."""
+    text = f"{sender}: {content}"
+    caption = metadata.get("image_caption") or metadata.get("blip_caption")
+    if isinstance(caption, str) and caption.strip():
+        text += f" [shares an image: {caption.strip()}]"
+    return text
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a free-text query a keyword search looks for: lowercased, once each, stop
+    words left out (unless that leaves none), at most MAX_QUERY_TERMS."""
+    return content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:MAX_QUERY_TERMS]
+
+
+def marks(values: Sequence[object]) -> str:
+    """`?, ?, ?`: one placeholder per value."""
+    return ", ".join("?" * len(values))
+
+
+def item_column(name: str) -> str:
+    """A filter field as a column of `search_items s` (no chat is '' there, as in a filter)."""
+    return "COALESCE(s.chat_id, '')" if name == "chat_id" else f"s.{name}"
+
+
+def where_clause(f: Filters, column: Callable[[str], str] = item_column) -> tuple[str, list[Any]]:
+    """The WHERE clause of a search with these filters, and its parameters; `column` names
+    the SQL expression of each filter field (by default the columns of `search_items s`)."""
+    clauses = [f"{column('tenant')} = ?", f"{column('space')} = ?", f"{column('kind')} IN ({marks(f.kinds)})"]
+    params: list[Any] = [f.tenant, f.space, *f.kinds]
+    if f.owners is not None:
+        clauses.append(f"{column('owner')} IN ({marks(f.owners)})")  # the columns ignore case
+        params += f.owners
+    optional: list[tuple[str, str, object]] = [
+        ("chat_id", "=", f.chat_id),
+        ("sender", "=", f.sender),
+        ("created_at", ">=", f.since),
+        ("created_at", "<", f.until),
+        ("importance", ">=", f.min_importance),
+    ]
+    for name, operator, value in optional:
+        if value is not None:
+            clauses.append(f"{column(name)} {operator} ?")
+            params.append(value)
+    return " AND ".join(clauses), params
+
+
+def similarity(distance: float) -> float:
+    """Cosine similarity from a cosine distance, clamped to 0..1 (float error and opposite
+    vectors would leave it)."""
+    return min(1.0, max(0.0, 1.0 - float(distance))) if math.isfinite(distance) else 0.0
+
+
+def hit(
+    row: Sequence[Any],
+    method: Method,
+    score: float,
+    *,
+    bm25_rank: int | None = None,
+    vector_rank: int | None = None,
+    similarity: float | None = None,
+) -> SearchHit:
+    """The hit of a search row."""
+    return SearchHit(
+        kind=row[1],
+        source_id=row[2],
+        score=float(score),
+        text=row[3],
+        space=row[4],
+        owner=row[5],
+        chat_id=row[6],
+        sender=row[7],
+        created_at=datetime.fromtimestamp(row[8], tz=UTC),
+        importance=row[9],
+        method=method,
+        bm25_rank=bm25_rank,
+        vector_rank=vector_rank,
+        similarity=similarity,
+    )

@@ -1,0 +1,300 @@
+"""The search index: keyword (BM25), vector and hybrid search over messages, long-term memories
+(notes) and facts, written once over a database's primitives (`base.SearchBackend`).
+
+Everything searchable is copied into `search_items` with the fields searches filter on; the
+backend indexes its text for full-text search and, once embedded, stores its vector.
+
+Messages reach the index in batches (`index_messages`, from a watermark) and every item is
+embedded later (`embed_pending`), off the request path: posting never waits for a model.
+Until its vector is stored an item is still found by keyword. Progress lives in the database
+(the watermark in `search_state`, an `embedded` flag per item), so a restarted process, or
+another one, carries on where the last stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from recall.errors import InvalidInputError
+from recall.search.base import (
+    KINDS,
+    MAX_PARAMS,
+    MESSAGE_BATCH,
+    Filters,
+    IndexItem,
+    ItemRow,
+    Method,
+    SearchBackend,
+    SearchHit,
+    hit,
+    indexed_text,
+    query_terms,
+    similarity,
+)
+from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
+from recall.search.fusion import fuse, hybrid_depth
+from recall.store.rows import load_json
+
+if TYPE_CHECKING:
+    from recall.search.embeddings import Embedder
+
+#: Largest embedding dimension accepted (backends write it into their DDL, so it is checked).
+MAX_DIM = 8192
+
+_STATE_MESSAGES = "messages"
+_STATE_MODEL = "vector_model"
+_SET_STATE = (
+    "INSERT INTO search_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
+
+
+def model_key(name: str, dim: int) -> int:
+    """A stable 63-bit number for the embedding model (search_state holds integers)."""
+    return int.from_bytes(hashlib.sha256(f"{name}\n{dim}".encode()).digest()[:8], "big") >> 1
+
+
+class SearchIndex:
+    """The search index of one store, on a backend's primitives.
+
+    With `embedder` None the index is keyword-only: nothing is embedded and vector or
+    hybrid searches run as BM25 (their hits say `method='bm25'`).
+    """
+
+    def __init__(self, backend: SearchBackend, embedder: Embedder | None = None) -> None:
+        self._backend = backend
+        self._store = backend.store
+        self.embedder = embedder
+        #: Whether the vector storage exists (checked again while it does not).
+        self._vec_ready = False
+        if embedder is not None:
+            dim = embedder.dim
+            if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_DIM:
+                raise InvalidInputError("embedder.dim", f"must be a whole number 1-{MAX_DIM}, got {dim!r}")
+            self._check_model(model_key(embedder.name, dim))
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether vector search is available (an embedder is configured)."""
+        return self.embedder is not None
+
+    def _sql(self, statement: str) -> str:
+        return self._backend.sql(statement)
+
+    def _read(self, statement: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._store._read(self._sql(statement), params)
+
+    # -- the embedding model and the vector storage -------------------------------------
+
+    def _check_model(self, key: int) -> None:
+        """Vectors of another model (or dimension) are meaningless to this one: if the stored
+        vectors were made by a different embedder, drop them all and embed everything again."""
+        rows = self._read("SELECT value FROM search_state WHERE name = ?", (_STATE_MODEL,))
+        stored = int(rows[0][0]) if rows else None
+        if stored == key:
+            self._vec_ready = self._backend.vectors_exist()
+            return
+        if stored is None and not self._backend.vectors_exist():
+            return  # nothing embedded yet; the storage and the key are written with the first vectors
+        with self._store._write() as db:
+            self._backend.drop_vectors(db)
+            db.execute(self._sql("DELETE FROM search_state WHERE name = ?"), (_STATE_MODEL,))
+        self._vec_ready = False
+
+    def _ensure_vectors(self, db: Any) -> None:
+        """Create the vector storage (in the caller's transaction) on first use."""
+        if self._vec_ready:
+            return
+        assert self.embedder is not None
+        dim = int(self.embedder.dim)
+        self._backend.create_vectors(db, dim)
+        db.execute(self._sql(_SET_STATE), (_STATE_MODEL, model_key(self.embedder.name, dim)))
+        self._vec_ready = True
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def add(self, items: Sequence[IndexItem]) -> None:
+        """Add items, or replace the item of the same kind and source id, in one transaction.
+        A replaced item gets a new row (and so is embedded again)."""
+        rows = [item_row(item) for item in items]
+        if not rows:
+            return
+        with self._store._write() as db:
+            for row in rows:
+                self._backend.delete_items(db, row.kind, [row.source_id])
+                self._backend.insert_items(db, [row])
+
+    def remove(self, kind: str, source_ids: Sequence[int]) -> int:
+        """Remove the items of `kind` with these source ids; how many were there."""
+        check_kinds([kind])
+        ids = [check_id(i) for i in source_ids]
+        removed = 0
+        with self._store._write() as db:
+            for start in range(0, len(ids), MAX_PARAMS):
+                removed += self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
+        return removed
+
+    def index_messages(self, limit: int = MESSAGE_BATCH) -> int:
+        """Copy messages above the watermark into the index, in one transaction; how many.
+
+        Message ids are assigned in commit order under the store's write lock, so every message
+        below the watermark is already indexed and none is copied twice. System and world
+        messages are indexed like the rest: they are part of what was said in a world (an
+        announcement is worth finding), and the `sender` filter can leave them out. Each
+        message's `context` is the indexed text of the message before it in its chat.
+        """
+        if self._messages_indexed():
+            return 0  # a read, so searches do not queue behind writers when nothing is new
+        with self._store._write() as db:
+            self._backend.lock_indexing(db)
+            row = db.execute(self._sql("SELECT value FROM search_state WHERE name = ?"), (_STATE_MESSAGES,)).fetchone()
+            mark = int(row[0]) if row else 0
+            messages = db.execute(
+                self._sql(
+                    "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at, w.id"
+                    " FROM messages m JOIN worlds w ON w.key = m.world_id WHERE m.id > ? ORDER BY m.id LIMIT ?"
+                ),
+                (mark, limit),
+            ).fetchall()
+            if not messages:
+                return 0
+            # World keys are unique regardless of case on both databases.
+            previous: dict[tuple[str, str], str] = {}
+            rows: list[ItemRow] = []
+            for m in messages:
+                text = indexed_text(m[4], m[5], load_json(m[6]) if m[6] != "{}" else {})
+                chat = (str(m[1]).lower(), m[3])
+                if chat not in previous:
+                    previous[chat] = self._previous_text(db, m[0], m[1], m[3])
+                # The space is the world's id in its tenant, as for its notes and facts.
+                rows.append(
+                    ItemRow(m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat])
+                )
+                previous[chat] = text
+            self._backend.insert_items(db, rows)
+            db.execute(self._sql(_SET_STATE), (_STATE_MESSAGES, messages[-1][0]))
+        return len(messages)
+
+    def _previous_text(self, db: Any, message_id: int, world_id: str, chat_id: str) -> str:
+        """The indexed text of the message before `message_id` in its chat ('' for the first)."""
+        row = db.execute(
+            self._sql(
+                "SELECT s.text FROM search_items s WHERE s.kind = 'message' AND s.source_id = ("
+                " SELECT MAX(id) FROM messages WHERE world_id = ? AND chat_id = ? AND id < ?)"
+            ),
+            (world_id, chat_id, message_id),
+        ).fetchone()
+        return str(row[0]) if row else ""
+
+    def _messages_indexed(self) -> bool:
+        """Whether every message is already copied into the index."""
+        row = self._read(
+            "SELECT COALESCE((SELECT value FROM search_state WHERE name = ?), 0) >= COALESCE(MAX(id), 0) FROM messages",
+            (_STATE_MESSAGES,),
+        )
+        return bool(row[0][0])
+
+    def embed_pending(self, batch: int = 64) -> int:
+        """Embed up to `batch` items not embedded yet, oldest first; how many vectors were stored.
+
+        The model runs outside the store's lock (it takes tens of milliseconds; posts must not
+        wait for it). An item deleted or replaced meanwhile is skipped: its row is gone, or its
+        text is no longer the text that was embedded.
+        """
+        if self.embedder is None or batch < 1:
+            return 0
+        rows = self._read(
+            f"SELECT id, text FROM search_items WHERE {self._backend.not_embedded} ORDER BY id LIMIT ?", (int(batch),)
+        )
+        if not rows:
+            return 0
+        vectors = np.asarray(self.embedder.embed([r[1] for r in rows]), dtype=np.float32)
+        with self._store._write() as db:
+            self._ensure_vectors(db)
+            return self._backend.store_vectors(db, rows, vectors)
+
+    def step(self, batch: int = 64) -> int:
+        """One bounded round of indexing: copy a batch of new messages, embed a batch of items.
+        The work done (messages copied + vectors stored); 0 means nothing was left."""
+        return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
+
+    def catch_up(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
+        """Index and embed until nothing is pending (or `should_stop()` says so); the work done."""
+        total = 0
+        while should_stop is None or not should_stop():
+            done = self.step(batch)
+            if done == 0:
+                break
+            total += done
+        return total
+
+    def pending(self) -> int:
+        """Work left: messages not copied yet, plus items not embedded (with an embedder)."""
+        row = self._read(
+            "SELECT (SELECT COUNT(*) FROM messages WHERE id > COALESCE("
+            " (SELECT value FROM search_state WHERE name = ?), 0)),"
+            f" (SELECT COUNT(*) FROM search_items WHERE {self._backend.not_embedded})",
+            (_STATE_MESSAGES,),
+        )[0]
+        return int(row[0]) + (int(row[1]) if self.embedder is not None else 0)
+
+    # -- searching --------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        tenant: str,
+        space: str,
+        kinds: Sequence[str] = KINDS,
+        k: int = 10,
+        method: Method = "hybrid",
+        owners: Sequence[str] | None = None,
+        chat_id: str | None = None,
+        sender: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_importance: int | None = None,
+    ) -> list[SearchHit]:
+        """The `k` best items of one tenant's space for `query`, best first.
+
+        Filters: `kinds`; `owners` the owners whose items are visible (None: all; '' is the
+        shared owner, so an agent passes ['', agent_id]); `chat_id` ('' = the default chat);
+        `sender`; `since` (inclusive) and `until` (exclusive); `min_importance` (keeps only
+        items with an importance, i.e. memories).
+        """
+        check_query(query, k, method)
+        filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
+        if not query.strip() or filters.owners == ():
+            return []
+        ran: Method = method if self.embedder is not None else "bm25"
+        if ran == "bm25":
+            return [
+                hit(row, ran, -row[10], bm25_rank=rank) for rank, row in enumerate(self._keyword(query, filters, k), 1)
+            ]
+        if ran == "vector":
+            return [
+                hit(row, ran, similarity(row[10]), vector_rank=rank, similarity=similarity(row[10]))
+                for rank, row in enumerate(self._vector(query, filters, k), 1)
+            ]
+        depth = hybrid_depth(k)
+        return fuse(self._keyword(query, filters, depth), self._vector(query, filters, depth), k)
+
+    def _keyword(self, query: str, filters: Filters, limit: int) -> list[Any]:
+        terms = query_terms(query)
+        return self._backend.keyword(terms, filters, limit) if terms else []
+
+    def _vector(self, query: str, filters: Filters, limit: int) -> list[Any]:
+        if self.embedder is None:
+            return []
+        if not self._vec_ready:
+            self._vec_ready = self._backend.vectors_exist()
+            if not self._vec_ready:
+                return []  # nothing embedded yet
+        # Embedding the query happens before the store's lock is taken.
+        vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        return self._backend.nearest(vector, filters, limit)
