@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from recall.cli.shared import err, fail, open_recall, out, print_json, tenant
+from recall.cli.shared import JsonFlag, err, fail, open_recall, out, print_json, tenant
 
 facts_app = typer.Typer(
     help="Facts about a user, an agent or a world, and their summary sections.", no_args_is_help=True
@@ -24,7 +24,7 @@ SCOPE_HELP = "user:ID, agent:WORLD/AGENT or world:ID"
 @facts_app.command("list")
 def facts_list(
     scope: Annotated[str, typer.Argument(help=SCOPE_HELP)],
-    json_: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    json_: JsonFlag = False,
 ) -> None:
     """A scope's facts and summary sections."""
     with open_recall() as mem:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.shared import open_recall, out, print_json, print_json_lines, tenant
+from recall.cli.shared import ChatOption, LimitOption, open_recall, out, print_json, print_json_lines, tenant
 from recall.terminal import print_context
 
 
@@ -15,7 +15,7 @@ def post(
     world: str,
     text: str,
     sender: Annotated[str, typer.Option(help="Who posts: a participant, or system/world/human.")],
-    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    chat: ChatOption = None,
     channel: Annotated[str | None, typer.Option(help="chat, call, sms or email.")] = None,
     parent: Annotated[int | None, typer.Option(help="Id of the message this replies to.")] = None,
     at: Annotated[str | None, typer.Option(help="Timestamp (ISO 8601) for imported history.")] = None,
@@ -28,9 +28,9 @@ def post(
 
 def messages(
     world: str,
-    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    chat: ChatOption = None,
     after: Annotated[int, typer.Option(help="Only messages with a larger id.")] = 0,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    limit: LimitOption = 100,
 ) -> None:
     """List a chat's messages as JSON lines, oldest first."""
     with open_recall() as mem:
@@ -43,7 +43,7 @@ def inbox(
     agent_id: str,
     all_: Annotated[bool, typer.Option("--all", help="Read messages too, not only unread.")] = False,
     mark_read: Annotated[bool, typer.Option(help="Mark what is shown as read.")] = False,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    limit: LimitOption = 100,
 ) -> None:
     """An agent's inbox as JSON lines, oldest first (FIFO)."""
     with open_recall() as mem:
@@ -62,7 +62,7 @@ class ContextFormat(StrEnum):
 def context(
     world: str,
     agent_id: str,
-    chat: Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")] = None,
+    chat: ChatOption = None,
     max_tokens: Annotated[
         int | None, typer.Option(help="Token budget (default: the model's window minus the reply reserve).")
     ] = None,

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from recall.cli.shared import check_location, db_location, err, fail, open_recall, out, print_json, tenant
+from recall.cli.shared import JsonFlag, check_location, db_location, err, fail, open_recall, out, print_json, tenant
 from recall.errors import RecallError
 from recall.settings import Settings
 
@@ -50,7 +50,7 @@ def search(
     ] = SearchMethod.hybrid,
     chat: Annotated[str | None, typer.Option(help="Only this chat.")] = None,
     sender: Annotated[str | None, typer.Option(help="Only messages from this sender.")] = None,
-    json_: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    json_: JsonFlag = False,
 ) -> None:
     """Search a world's messages, memories and facts (brings the index up to date first)."""
     with open_recall() as mem:

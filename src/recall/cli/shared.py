@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,6 +29,11 @@ err = Console(stderr=True, soft_wrap=True)
 DB_HELP = (
     "The store: a SQLite file or a postgresql://USER:PASSWORD@HOST/DB URL (default: $RECALL_DB, else ./recall.db)."
 )
+
+#: Options several commands take, declared once.
+ChatOption = Annotated[str | None, typer.Option(help="Chat id (default: the world's default chat).")]
+LimitOption = Annotated[int, typer.Option(help="At most this many.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 
 #: The global options of this invocation (--db, --tenant), set by the root callback.
 _state: dict[str, str] = {}
