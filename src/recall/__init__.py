@@ -1,22 +1,66 @@
-"""recall: keep everything each participant heard; give each model call only what matters."""
+"""recall: keep everything each participant heard; give each model call only what matters.
 
-from recall.api import Agent, Recall, World
-from recall.core.context import Context, ContextBlock, ContextReport
-from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
-from recall.core.observations import Action, Observation
+The whole public surface: the handles (`Recall`, `World`, `Agent`, `Scope`), the records they
+return and take (also in `recall.records`), the protocols a caller may implement (`Store`,
+`Summarizer`), `Settings`, and every error (`recall.errors`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from recall import records
+from recall.api import Agent, Recall, Scope, World
+from recall.core.context import Summarizer
 from recall.errors import (
     AmbiguousWorldError,
+    AuthenticationError,
+    BackendError,
     BudgetExceededError,
     ConflictError,
+    EmbeddingModelMissingError,
+    ExtractionParseError,
     InvalidInputError,
+    ModelError,
     NotFoundError,
     PermissionDeniedError,
+    RankFileError,
+    RateLimitedError,
     RecallError,
+    StoreOpenError,
+    StoreVersionError,
+    UnknownFactError,
+    UnknownNoteError,
     UnknownParticipantError,
     UnknownWorldError,
 )
-from recall.service import PostRequest
+from recall.records import (
+    Action,
+    AgentProfile,
+    CheckResult,
+    Context,
+    ContextBlock,
+    ContextFilter,
+    ContextMessage,
+    ContextReport,
+    Decision,
+    Fact,
+    MemoryItem,
+    Message,
+    Note,
+    Observation,
+    ParticipantRecord,
+    PostRequest,
+    ReportItem,
+    SearchResult,
+    SenderType,
+    WorldRecord,
+)
 from recall.settings import Settings
+from recall.store.base import Store
+
+if TYPE_CHECKING:
+    from recall.records import SearchHit
 
 __version__ = "0.1.0"
 
@@ -25,23 +69,55 @@ __all__ = [
     "Agent",
     "AgentProfile",
     "AmbiguousWorldError",
+    "AuthenticationError",
+    "BackendError",
     "BudgetExceededError",
+    "CheckResult",
     "ConflictError",
     "Context",
     "ContextBlock",
     "ContextFilter",
+    "ContextMessage",
     "ContextReport",
+    "Decision",
+    "EmbeddingModelMissingError",
+    "ExtractionParseError",
+    "Fact",
     "InvalidInputError",
+    "MemoryItem",
     "Message",
+    "ModelError",
     "NotFoundError",
+    "Note",
     "Observation",
+    "ParticipantRecord",
     "PermissionDeniedError",
     "PostRequest",
+    "RankFileError",
+    "RateLimitedError",
     "Recall",
     "RecallError",
+    "ReportItem",
+    "Scope",
+    "SearchHit",
+    "SearchResult",
     "SenderType",
     "Settings",
+    "Store",
+    "StoreOpenError",
+    "StoreVersionError",
+    "Summarizer",
+    "UnknownFactError",
+    "UnknownNoteError",
     "UnknownParticipantError",
     "UnknownWorldError",
     "World",
+    "WorldRecord",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Records whose modules load heavy libraries (numpy, sqlite-vec) come on first use."""
+    if name in records.LAZY:
+        return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

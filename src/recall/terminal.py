@@ -1,4 +1,8 @@
-"""How a context and its report look in a terminal (rich), for the CLI and the demo."""
+"""How a context and its report look in a terminal (rich), for the CLI and the demo.
+
+What came from the store (contents, senders, ids in titles) is printed as `Text`, never read as
+rich markup: a message saying `[/]` prints as it is.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ def context_panel(ctx: Context, title: str) -> Panel:
         first, *rest = m.content.splitlines() or [""]
         line.append(first + (" …" if rest else ""))
         lines.append(line)
-    return Panel(Group(*lines), title=title, title_align="left")
+    return Panel(Group(*lines), title=Text(title), title_align="left")
 
 
 def report_table(ctx: Context) -> Table:
@@ -44,7 +48,7 @@ def report_table(ctx: Context) -> Table:
             where += f" · score {item.score['score']:.2f}"
         label = str(item.id) if item.kind == "message" else f"{item.kind} {item.id}"
         tokens = str(item.tokens) if item.included and item.tokens else ""
-        table.add_row(label, item.sender or "", status, where, tokens)
+        table.add_row(Text(label), Text(item.sender or ""), status, Text(where), tokens)
     for reason, n in sorted(report.unlisted.items()):
         table.add_row("…", "", "[red]excluded[/]", f"{reason} ({n} not listed)", "")
     return table
@@ -58,6 +62,6 @@ def sections_line(ctx: Context) -> str:
 def print_context(console: Console, ctx: Context, title: str) -> None:
     console.print(context_panel(ctx, title))
     console.print(report_table(ctx))
-    console.print(sections_line(ctx), style="dim")
+    console.print(sections_line(ctx), style="dim", markup=False)
     for note in ctx.report.notes:
-        console.print(f"note: {note}", style="yellow")
+        console.print(f"note: {note}", style="yellow", markup=False)

@@ -1,0 +1,78 @@
+"""The `recall` command: the Python API from a shell, for people and scripts.
+
+Output meant for scripts (post, context --format …) is JSON on stdout; errors go to stderr
+with exit status 1 (bad input, unknown names) so scripts can tell.
+
+This module holds the root command and its global options (--db, --tenant); each command group
+lives in a module of its own, and `shared` holds what they share. Heavy stacks (the model SDKs,
+the web server, the embedding model) load inside the commands that need them, so `recall
+--help` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from recall.cli import demo, messages, migrate, runner, search, serve
+from recall.cli.facts import facts_app
+from recall.cli.importing import import_app
+from recall.cli.memories import memory_app
+from recall.cli.participants import agent_app, human_app, world_app
+from recall.cli.shared import DB_HELP, set_global_options
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="recall: memory and context for LLM agents. Keeps everything each participant heard; "
+    "builds for every model call only what matters.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def global_options(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help=DB_HELP, show_default=False),
+    ] = None,
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            help="The tenant whose worlds and scopes commands name (a server's API keys name tenants; '' without"
+            " keys). Default: a world id names the only world of that id in any tenant, a user scope tenant ''.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    set_global_options(db, tenant)
+
+
+# Listed in `recall --help` in this order: the commands, then the groups.
+for command in (
+    messages.post,
+    messages.messages,
+    messages.inbox,
+    messages.context,
+    search.index,
+    search.search,
+    serve.serve,
+    serve.mcp,
+    migrate.migrate,
+    demo.demo,
+):
+    app.command()(command)
+agent_app.command("run")(runner.agent_run)
+app.add_typer(world_app, name="world")
+app.add_typer(agent_app, name="agent")
+app.add_typer(human_app, name="human")
+app.add_typer(import_app, name="import")
+app.add_typer(facts_app, name="facts")
+app.add_typer(memory_app, name="memory")
+
+
+def main() -> None:
+    """The `recall` console script."""
+    app()

@@ -1,0 +1,79 @@
+"""Search a world, and keep its search index up to date."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from recall.cli.shared import JsonFlag, check_location, db_location, err, fail, open_recall, out, print_json, tenant
+from recall.errors import RecallError
+from recall.settings import Settings
+
+
+def index(
+    once: Annotated[bool, typer.Option(help="Index everything pending, then exit.")] = False,
+) -> None:
+    """Keep the search index up to date: copy new messages and embed them in batches, until
+    stopped (Ctrl-C). `recall serve` runs this for its store by itself; run it by hand beside
+    other processes that write the store, or with --once after a bulk import."""
+    from recall.index_worker import run_worker  # the embedding model loads only here
+
+    try:
+        location = db_location()
+        check_location(location, create=False)
+        done = run_worker(location, Settings.from_env(), once=once)
+    except RecallError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        return
+    if once:
+        err.print(f"indexed: {done} steps of work (messages copied + vectors stored)")
+
+
+class SearchMethod(StrEnum):
+    hybrid = "hybrid"
+    bm25 = "bm25"
+    vector = "vector"
+
+
+def search(
+    world: str,
+    query: str,
+    k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
+    kind: Annotated[list[str] | None, typer.Option(help="message, memory or fact (repeat; default all).")] = None,
+    method: Annotated[
+        SearchMethod, typer.Option(help="hybrid fuses BM25 keywords and embeddings.")
+    ] = SearchMethod.hybrid,
+    chat: Annotated[str | None, typer.Option(help="Only this chat.")] = None,
+    sender: Annotated[str | None, typer.Option(help="Only messages from this sender.")] = None,
+    json_: JsonFlag = False,
+) -> None:
+    """Search a world's messages, memories and facts (brings the index up to date first)."""
+    with open_recall() as mem:
+        mem.refresh_index()
+        results = mem.world(world, tenant=tenant()).search(
+            query,
+            k=k,
+            kinds=tuple(kind or ("message", "memory", "fact")),
+            method=method.value,
+            chat=chat,
+            sender=sender,
+        )
+        if json_:
+            print_json([r.to_dict() for r in results])
+            return
+        table = Table("score", "kind", "id", "when", "chat", "text", title=Text(f"{query!r} in {world}"))
+        for r in results:
+            table.add_row(
+                f"{r.score:.4f}",
+                r.kind,
+                str(r.source_id),
+                r.created_at.strftime("%Y-%m-%d %H:%M"),
+                Text(r.chat_id or ""),
+                Text(r.text),
+            )
+        out.print(table)

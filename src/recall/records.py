@@ -1,0 +1,58 @@
+"""The public records: what the Python API returns and takes, importable from one place.
+
+Each is defined beside the code that makes it and re-exported here, so callers (and type
+hints) need not know where that is. `SearchHit`'s module loads numpy and sqlite-vec, so it is
+imported on first use: `import recall` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from recall.core.context import Context, ContextBlock, ContextMessage, ContextReport, ReportItem
+from recall.core.facts import Fact
+from recall.core.inbox import CheckResult
+from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
+from recall.core.observations import Action, Observation
+from recall.core.routing import Decision
+from recall.long_term import SearchResult
+from recall.service import PostRequest
+from recall.store.base import MemoryItem, Note, ParticipantRecord, WorldRecord
+
+if TYPE_CHECKING:
+    from recall.store.sqlite_search import SearchHit
+
+__all__ = [
+    "Action",
+    "AgentProfile",
+    "CheckResult",
+    "Context",
+    "ContextBlock",
+    "ContextFilter",
+    "ContextMessage",
+    "ContextReport",
+    "Decision",
+    "Fact",
+    "MemoryItem",
+    "Message",
+    "Note",
+    "Observation",
+    "ParticipantRecord",
+    "PostRequest",
+    "ReportItem",
+    "SearchHit",
+    "SearchResult",
+    "SenderType",
+    "WorldRecord",
+]
+
+#: Records whose modules load heavy libraries, imported when first named.
+LAZY = {"SearchHit": "recall.store.sqlite_search"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
