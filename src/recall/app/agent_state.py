@@ -5,7 +5,7 @@ with the context block they render to."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -52,14 +52,14 @@ def _readable(parse: Callable[[Mapping[str, Any]], _T], stored: Sequence[Mapping
     return readable
 
 
+@dataclass(frozen=True, eq=False)
 class AgentState:
     """An agent's notes, turns and observations."""
 
-    def __init__(self, store: Store, settings: Settings, worlds: Worlds, posting: Posting) -> None:
-        self.store = store
-        self.settings = settings
-        self.worlds = worlds
-        self.posting = posting
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    posting: Posting
 
     # -- notes: the agent's private key-value entries -------------------------------------
 

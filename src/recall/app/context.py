@@ -4,6 +4,7 @@ the facts block, relevant long-term memories, similar past interactions, observa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -39,27 +40,18 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+@dataclass(frozen=True, eq=False)
 class Contexts:
     """Builds contexts from an agent's memory of a chat and what recall knows beyond it."""
 
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        worlds: Worlds,
-        posting: Posting,
-        agent_state: AgentState,
-        index: SQLiteSearchIndex | None = None,
-        summarizer: Summarizer | None = None,
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.worlds = worlds
-        self.posting = posting
-        self.agent_state = agent_state
-        self.index = index
-        #: Summaries of older history (spec §3) with the configured chat model; None without one.
-        self.summarizer = summarizer
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    posting: Posting
+    agent_state: AgentState
+    index: SQLiteSearchIndex | None = None
+    #: Summaries of older history (spec §3) with the configured chat model; None without one.
+    summarizer: Summarizer | None = None
 
     def build_context(
         self,

@@ -8,6 +8,7 @@ Named apart from `core/inbox.py` (the pure split of an inbox page and the contex
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,14 +26,14 @@ INBOX_PAGE = 200
 DEFAULT_SESSION = "default"
 
 
+@dataclass(frozen=True, eq=False)
 class Deliveries:
     """An agent's inbox, acks and replies."""
 
-    def __init__(self, store: Store, settings: Settings, worlds: Worlds, posting: Posting) -> None:
-        self.store = store
-        self.settings = settings
-        self.worlds = worlds
-        self.posting = posting
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    posting: Posting
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False

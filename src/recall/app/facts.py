@@ -8,6 +8,7 @@ tenant, so one tenant never reads another's facts (`gate.Gate.scope` decides the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +38,13 @@ def _space(scope: str) -> tuple[str, str]:
     return world_id, agent_id
 
 
+@dataclass(frozen=True, eq=False)
 class Facts:
     """The facts and sections of a scope ('user:ID', 'world:ID', 'agent:WORLD/AGENT') in a tenant."""
 
-    def __init__(self, store: Store, worlds: Worlds, index: SQLiteSearchIndex | None = None) -> None:
-        self.store = store
-        self.worlds = worlds
-        self.index = index
+    store: Store
+    worlds: Worlds
+    index: SQLiteSearchIndex | None = None
 
     def scope(self, scope: object, tenant: str = "") -> str:
         """The canonical scope, after checking a world or agent scope names a world (and agent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -39,13 +40,13 @@ def _check_note(content: object, type: object, importance: object, metadata: obj
     return content.strip()
 
 
+@dataclass(frozen=True, eq=False)
 class Memories:
     """Add, list and delete a world's long-term memories."""
 
-    def __init__(self, store: Store, worlds: Worlds, index: SQLiteSearchIndex | None = None) -> None:
-        self.store = store
-        self.worlds = worlds
-        self.index = index
+    store: Store
+    worlds: Worlds
+    index: SQLiteSearchIndex | None = None
 
     def add_note(
         self,

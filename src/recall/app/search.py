@@ -76,16 +76,14 @@ def _check_options(query: object, kinds: Sequence[str], k: object, method: str) 
         raise InvalidInputError("kinds", f"each must be one of {', '.join(SEARCH_KINDS)}, got {list(kinds)!r}")
 
 
+@dataclass(frozen=True, eq=False)
 class Searcher:
     """Searches, and brings the index up to date on demand."""
 
-    def __init__(
-        self, settings: Settings, worlds: Worlds, facts: Facts, index: SQLiteSearchIndex | None = None
-    ) -> None:
-        self.settings = settings
-        self.worlds = worlds
-        self.facts = facts
-        self.index = index
+    settings: Settings
+    worlds: Worlds
+    facts: Facts
+    index: SQLiteSearchIndex | None = None
 
     def search(
         self,
