@@ -62,11 +62,11 @@ def test_world_and_agent_scopes_must_exist(mem: Recall) -> None:
 def test_other_tenants_worlds_are_unknown(mem: Recall) -> None:
     mem.service.create_world("private", tenant="acme")
     with pytest.raises(UnknownWorldError):
-        mem.service.long_term.scope("world:private", tenant="")
-    assert mem.service.long_term.scope("world:private", tenant="acme") == "world:private"
-    mem.service.long_term.add_facts("world:private", [{"content": "acme only"}], tenant="acme")
+        mem.service.facts.scope("world:private", tenant="")
+    assert mem.service.facts.scope("world:private", tenant="acme") == "world:private"
+    mem.service.facts.add_facts("world:private", [{"content": "acme only"}], tenant="acme")
     with pytest.raises(UnknownWorldError):
-        mem.service.long_term.list_facts("world:private", tenant="")
+        mem.service.facts.list_facts("world:private", tenant="")
 
 
 def test_sections_merge_and_clear(mem: Recall) -> None:

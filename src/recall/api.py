@@ -17,15 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from recall.app.gate import Gate, Principal
+from recall.app.posting import PostRequest
+from recall.app.search import SEARCH_KINDS, SearchResult
+from recall.app.service import RecallService
 from recall.core import observations as obs
 from recall.core.context import Context, ContextBlock, Summarizer
-from recall.core.facts import Fact, NewFact, parse_scope
+from recall.core.facts import Fact, NewFact
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import Decision
 from recall.errors import UnknownWorldError
-from recall.long_term import SEARCH_KINDS, SearchResult
-from recall.service import PostRequest, RecallService
 from recall.settings import Settings
 from recall.store import open_store
 from recall.store.base import Note, ParticipantRecord, Store, WorldRecord
@@ -44,6 +46,7 @@ class Recall:
     def __init__(self, db: str | Path | Store | None = None, settings: Settings | None = None) -> None:
         store = open_store(str(db if db is not None else default_db())) if not _is_store(db) else db
         self.service = RecallService(store, settings or Settings.from_env())  # type: ignore[arg-type]
+        self.gate = Gate(self.service)
 
     def world(
         self,
@@ -58,7 +61,7 @@ class Recall:
         With tenant None: the only world of that id in any tenant (AmbiguousWorldError when
         several have one). With `create=True` it is created if missing (in `tenant`, or "")."""
         try:
-            record = self.service.resolve_world(world_id, tenant)
+            record = self.gate.world(Principal.local(tenant), world_id)
         except UnknownWorldError:
             if not create:
                 raise
@@ -74,33 +77,30 @@ class Recall:
 
     def worlds(self, tenant: str | None = None) -> list[World]:
         """Every world, or only those of `tenant`."""
-        return [World(self.service, w) for w in self.service.list_worlds(tenant)]
+        return [World(self.service, w) for w in self.gate.worlds(Principal.local(tenant))]
 
     def scope(self, scope: str, *, tenant: str | None = None) -> Scope:
         """The facts and sections of a scope: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID', in
         `tenant`. With tenant None a user scope is in tenant "", and a world or agent scope in
         the tenant of its world (found as `world` finds it)."""
-        if tenant is None:
-            kind, _, rest = parse_scope(scope).partition(":")
-            tenant = "" if kind == "user" else self.service.resolve_world(rest.partition("/")[0]).tenant
-        return Scope(self.service, self.service.long_term.scope(scope, tenant), tenant)
+        return Scope(self.service, *self.gate.scope(Principal.local(tenant), scope))
 
     def search(self, space: str, query: str, *, tenant: str | None = None, **options: Any) -> list[SearchResult]:
         """Search a world (messages, memories, facts; found as `world` finds it) or a user's
         facts (`user:ID`, in `tenant`, or ""); see `World.search`."""
         if isinstance(space, str) and space.startswith("user:"):
-            return self.service.long_term.search(space, query, tenant=tenant or "", **options)
+            return self.service.searcher.search(space, query, tenant=tenant or "", **options)
         return self.world(space, tenant=tenant).search(query, **options)
 
     def refresh_index(self) -> int:
         """Index and embed everything not yet in the search index, now; the work done. A
         background thread does this on its own within seconds of a post (unless
         `index_interval` is 0): call it when a search must see vectors for what was just written."""
-        return self.service.long_term.refresh_index()
+        return self.service.searcher.refresh_index()
 
     def flush_extraction(self, scope: str | None = None) -> int:
         """Run queued fact extractions now instead of after their debounce; the model calls made."""
-        return self.service.long_term.flush_extraction(None, scope)
+        return self.service.extraction.flush_extraction(None, scope)
 
     def close(self) -> None:
         self.service.close()
@@ -125,6 +125,9 @@ class World:
         self.id = record.id
         self.tenant = record.tenant
         self.key = record.key
+        #: Who this handle acts as: the embedded user, in the world's tenant.
+        self.principal = Principal.local(record.tenant)
+        self.gate = Gate(service)
 
     def __repr__(self) -> str:
         return f"World({self.id!r})" if not self.tenant else f"World({self.id!r}, tenant={self.tenant!r})"
@@ -181,26 +184,26 @@ class World:
         return self.service.messages(self.key, chat, after, limit, all_chats)
 
     def chats(self) -> list[tuple[str | None, int]]:
-        return self.service.store.list_chats(self.key)
+        return self.service.posting.list_chats(self.key)
 
     @property
     def facts(self) -> Scope:
         """Facts about the whole world (scope `world:ID`)."""
-        return Scope(self.service, self.service.long_term.scope(f"world:{self.id}", self.tenant), self.tenant)
+        return Scope(self.service, *self.gate.scope(self.principal, f"world:{self.id}"))
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Note:
         """A long-term memory shared by every agent of the world (importance 1-10)."""
-        return self.service.long_term.add_note(
+        return self.service.long_term_memories.add_note(
             self.key, content, type=type, importance=importance, chat_id=chat, metadata=metadata
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
-        return self.service.long_term.list_notes(self.key, None, min_importance, limit)
+        return self.service.long_term_memories.list_notes(self.key, None, min_importance, limit)
 
     def delete_memory(self, memory: int | Note) -> None:
-        self.service.long_term.delete_note(self.key, memory.id if isinstance(memory, Note) else memory)
+        self.service.long_term_memories.delete_note(self.key, memory.id if isinstance(memory, Note) else memory)
 
     def search(
         self,
@@ -217,7 +220,7 @@ class World:
     ) -> list[SearchResult]:
         """Messages, memories and facts of this world ranked for `query` (hybrid: BM25 and
         embeddings fused), filtered by chat, sender, time range and least importance."""
-        return self.service.long_term.search(
+        return self.service.searcher.search(
             self.key,
             query,
             tenant=self.tenant,
@@ -305,32 +308,32 @@ class Agent:
     @property
     def facts(self) -> Scope:
         """Facts about this agent (scope `agent:WORLD/AGENT`)."""
-        tenant = self.world.tenant
-        return Scope(self.service, self.service.long_term.scope(f"agent:{self.world_id}/{self.id}", tenant), tenant)
+        world = self.world
+        return Scope(self.service, *world.gate.scope(world.principal, f"agent:{self.world_id}/{self.id}"))
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Note:
         """A long-term memory private to this agent (importance 1-10)."""
-        return self.service.long_term.add_note(
+        return self.service.long_term_memories.add_note(
             self._world, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
         """The world's shared memories and this agent's own, most important first."""
-        return self.service.long_term.list_notes(self._world, self.id, min_importance, limit)
+        return self.service.long_term_memories.list_notes(self._world, self.id, min_importance, limit)
 
     def extract(self, chat: str | None = None, *, scope: str | None = None) -> dict[str, Any]:
         """After a run: queue fact extraction from this agent's conversation in `chat` into
         `scope` (default: the newest human's `user:ID`). Needs a chat model (`llm_model`);
         without one it returns `{"queued": False, "reason": ...}`. See `Recall.flush_extraction`."""
-        return self.service.long_term.extract(self._world, self.id, chat, scope, self.world.tenant)
+        return self.service.extraction.extract(self._world, self.id, chat, scope, self.world.tenant)
 
     def search(
         self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any
     ) -> list[SearchResult]:
         """Like `World.search`, limited to what this agent may see (no other agent's private memories)."""
-        return self.service.long_term.search(
+        return self.service.searcher.search(
             self._world, query, tenant=self.world.tenant, k=k, kinds=kinds, agent=self.id, **filters
         )
 
@@ -355,37 +358,37 @@ class Scope:
         source: str = "manual",
         avoid: str | None = None,
     ) -> Fact:
-        return self.service.long_term.add_facts(
+        return self.service.facts.add_facts(
             self.id, [NewFact(content, category, confidence, source, avoid)], self.tenant
         )[0]
 
     def list(self) -> list[Fact]:
-        return self.service.long_term.list_facts(self.id, self.tenant)
+        return self.service.facts.list_facts(self.id, self.tenant)
 
     def get(self, fact_id: int) -> Fact:
-        return self.service.long_term.get_fact(self.id, fact_id, self.tenant)
+        return self.service.facts.get_fact(self.id, fact_id, self.tenant)
 
     def update(self, fact_id: int, **changes: Any) -> Fact:
         """Change some of content, category, confidence, source, avoid."""
-        return self.service.long_term.update_fact(self.id, fact_id, changes, self.tenant)
+        return self.service.facts.update_fact(self.id, fact_id, changes, self.tenant)
 
     def delete(self, fact_id: int) -> None:
-        self.service.long_term.delete_fact(self.id, fact_id, self.tenant)
+        self.service.facts.delete_fact(self.id, fact_id, self.tenant)
 
     def clear(self) -> int:
         """Delete every fact and section of the scope; returns how many facts went."""
-        return self.service.long_term.clear_facts(self.id, self.tenant)
+        return self.service.facts.clear_facts(self.id, self.tenant)
 
     @property
     def sections(self) -> dict[str, str]:
-        return self.service.long_term.sections(self.id, self.tenant)
+        return self.service.facts.sections(self.id, self.tenant)
 
     def set_sections(self, **sections: str) -> dict[str, str]:
         """e.g. `set_sections(work_context="…", top_of_mind="…")`; an empty text removes one."""
-        return self.service.long_term.set_sections(self.id, sections, self.tenant)
+        return self.service.facts.set_sections(self.id, sections, self.tenant)
 
     def export(self) -> dict[str, Any]:
-        return self.service.long_term.export_facts(self.id, self.tenant)
+        return self.service.facts.export_facts(self.id, self.tenant)
 
     def import_facts(self, data: Mapping[str, Any], *, replace: bool = False) -> dict[str, int]:
-        return self.service.long_term.import_facts(self.id, data, replace, self.tenant)
+        return self.service.facts.import_facts(self.id, data, replace, self.tenant)

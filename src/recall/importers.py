@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from recall.api import Recall, World
+from recall.app.posting import PostRequest
+from recall.app.validation import ID_PATTERN, MAX_ID_LENGTH, parse_timestamp
 from recall.core.routing import RESERVED_SENDERS
 from recall.errors import InvalidInputError
-from recall.service import ID_PATTERN, MAX_ID_LENGTH, PostRequest, parse_timestamp
 
 LOCOMO_DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings
+from recall.app.extraction import ExtractionQueue
 from recall.core.models import Message, SenderType
-from recall.extraction import ExtractionQueue
 from recall.llm import OpenAICompatibleModel
 from tests.core.messages import conversation
 from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)

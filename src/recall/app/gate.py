@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from recall.core.facts import parse_scope
 from recall.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
-    from recall.service import RecallService
-    from recall.store.base import WorldRecord
+    from recall.app.service import RecallService
+    from recall.store.base import Note, WorldRecord
 
 
 @dataclass(frozen=True)
@@ -76,16 +77,16 @@ class Gate:
 
     def world(self, who: Principal, world_id: str) -> WorldRecord:
         """The caller's world `world_id`; handlers pass on its key."""
-        return self.service.resolve_world(world_id, who.world_tenant)
+        return self.service.worlds.resolve_world(world_id, who.world_tenant)
 
     def worlds(self, who: Principal) -> list[WorldRecord]:
-        return self.service.list_worlds(tenant=who.world_tenant)
+        return self.service.worlds.list_worlds(tenant=who.world_tenant)
 
     def agent(self, who: Principal, world_id: str, agent_id: str) -> tuple[WorldRecord, str]:
         """(world, agent id) of an agent the caller may act as; counts the request against the
         agent's rate limit."""
         world = self.world(who, world_id)
-        agent = self.service.get_agent(world.key, agent_id).id
+        agent = self.service.worlds.get_agent(world.key, agent_id).id
         who.require_agent(agent)
         if self.limiter is not None:
             self.limiter.hit(world.key, agent)
@@ -95,13 +96,13 @@ class Gate:
         """(canonical scope, tenant) of a facts call. A world or agent scope must name the
         caller's world; an agent scope only the agent the caller acts as (`acting`, or its key's
         agent): another agent's facts are private."""
-        kind, _, rest = str(scope).partition(":")
+        kind, _, rest = parse_scope(scope).partition(":")  # a malformed scope is refused first (422)
         tenant = who.tenant
         if acting is not None:
             tenant = acting[0].tenant
         elif kind in ("world", "agent"):
             tenant = self.world(who, rest.partition("/")[0]).tenant
-        canonical = self.service.long_term.scope(scope, tenant)
+        canonical = self.service.facts.scope(scope, tenant)
         if canonical.startswith("agent:"):
             owner = canonical.partition("/")[2]
             if acting is not None and canonical != f"agent:{acting[0].id.lower()}/{acting[1].lower()}":
@@ -111,3 +112,13 @@ class Gate:
                     f"this API key acts only as agent {who.agent!r}: another agent's facts are private"
                 )
         return canonical, tenant
+
+
+def require_may_delete_memory(world: WorldRecord, memory: Note, agent: str) -> None:
+    """An agent (`agent`, '' for a tenant's caller) deletes only its own long-term memories:
+    what every agent of the world shares is deleted with a tenant's key."""
+    if agent and not memory.owner:
+        raise PermissionDeniedError(
+            f"memory {memory.id} is shared by every agent of world {world.id!r}: an agent deletes only its "
+            "own memories (a tenant key deletes shared ones: DELETE /v1/worlds/{world}/memories/{id})"
+        )

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
+from recall.app.posting import PostRequest
 from recall.core.models import Message
 from recall.core.routing import Decision
 from recall.errors import BackendError
-from recall.service import PostRequest
 
 if TYPE_CHECKING:
     from recall.api import Agent

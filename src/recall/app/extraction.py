@@ -1,4 +1,7 @@
-"""The extraction queue (spec §4): after an agent run, the service submits the thread's messages;
+"""Fact extraction (spec §4): `Extraction` queues an agent's conversation after a run, and the
+extraction queue runs the model over it in the background.
+
+The queue: after an agent run, the service submits the thread's messages;
 a scope's extraction runs `debounce` seconds after its latest submit, so a burst of messages costs
 one model call per thread instead of one per message.
 
@@ -22,7 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
 
+from recall.app.facts import Facts
+from recall.app.worlds import Worlds
+from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
 from recall.core.extraction import (
     FactChanges,
     extraction_messages,
@@ -31,9 +39,11 @@ from recall.core.extraction import (
     usable_messages,
 )
 from recall.core.facts import Fact
-from recall.core.models import Message
-from recall.errors import ExtractionParseError, ModelError
+from recall.core.models import Message, SenderType
+from recall.errors import ExtractionParseError, InvalidInputError, ModelError, UnknownWorldError
 from recall.llm.base import ChatModel
+from recall.settings import Settings
+from recall.store.base import Store
 
 logger = logging.getLogger("recall.extraction")
 
@@ -233,3 +243,69 @@ class ExtractionQueue:
             return ExtractionRun(tenant, scope, thread_id, True, f"could not store the changes: {e}")
         logger.info("extraction for %s (thread %s): %s", scope, thread_id, changes.summary())
         return done
+
+
+class Extraction:
+    """Queue fact extraction from agents' conversations, run it now, and report its backlog."""
+
+    def __init__(
+        self, store: Store, settings: Settings, worlds: Worlds, facts: Facts, model: ChatModel | None = None
+    ) -> None:
+        self.store = store
+        self.worlds = worlds
+        self.facts = facts
+        #: Debounced extraction; None when no chat model is configured (extraction off).
+        self.queue = (
+            None
+            if model is None
+            else ExtractionQueue(
+                model,
+                facts.current,
+                facts.apply_changes,
+                debounce=settings.extraction_debounce,
+                min_confidence=settings.extraction_min_confidence,
+                max_facts=settings.max_facts,
+            )
+        )
+
+    def extract(
+        self, world_id: str, agent_id: str, chat_id: str | None = None, scope: str | None = None, tenant: str = ""
+    ) -> dict[str, Any]:
+        """Queue fact extraction from the agent's conversation in a chat (call it after an
+        agent run). The facts go to `scope`, by default the newest human's `user:ID`. Returns
+        at once; the model runs after the debounce, or on `flush_extraction`."""
+        world = self.worlds.get_world(world_id)
+        if world.tenant != tenant:
+            raise UnknownWorldError(world.id)
+        agent = self.worlds.get_agent(world.key, agent_id).id
+        if chat_id is not None and not isinstance(chat_id, str):
+            raise InvalidInputError("chat_id", "must be text")
+        newest_first = list(islice(self.store.iter_memory(world.key, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
+        if scope is None:
+            human = next((m.sender for m in newest_first if m.sender_type is SenderType.HUMAN), None)
+            if human is None:
+                return {"queued": False, "reason": "no human message in this chat to learn about"}
+            scope = f"user:{human.lower()}"
+        canonical = self.facts.scope(scope, tenant)
+        if self.queue is None:
+            return {"queued": False, "scope": canonical, "reason": "no chat model configured (settings.llm_model)"}
+        thread = f"{world.id}/{agent}/{chat_id or ''}"
+        self.queue.submit(tenant, canonical, thread, newest_first[::-1])
+        return {"queued": True, "scope": canonical, "thread": thread, "messages": len(newest_first)}
+
+    def flush_extraction(self, tenant: str | None = None, scope: str | None = None) -> int:
+        """Run queued extractions now (all, one tenant's, or one scope's); the model calls made."""
+        return 0 if self.queue is None else self.queue.flush(tenant, scope)
+
+    def run_extraction(self, tenant: str | None = None, scope: str | None = None) -> list[ExtractionRun]:
+        """`flush_extraction`, returning each run with its failure, if any."""
+        return [] if self.queue is None else self.queue.run_now(tenant, scope)
+
+    def depth(self) -> int:
+        """Pending (scope, thread) snapshots: the queue-depth metric (0 with extraction off)."""
+        return 0 if self.queue is None else self.queue.depth()
+
+    def close(self) -> None:
+        """Stop the queue's worker, dropping pending work (flush first to keep it)."""
+        if self.queue is not None:
+            self.queue.close()

@@ -1,0 +1,153 @@
+"""An agent's deliveries: what it heard, its inbox (the unread ones), acknowledging them, replying,
+and the inbox check that sends context once (spec §6).
+
+Named apart from `core/inbox.py` (the pure split of an inbox page and the context slice) and
+`server/inbox.py` (the long-poll notifier): this module reads and writes the deliveries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from recall import limits
+from recall.app.posting import Posting, PostRequest
+from recall.app.validation import MAX_MESSAGE_ID, check_chat, check_int
+from recall.app.worlds import Worlds
+from recall.core.inbox import CheckResult, context_slice, split_unread
+from recall.core.models import AgentProfile, Message
+from recall.settings import Settings
+from recall.store.base import ContextSession, Store
+
+#: Unread deliveries read per page by an inbox check.
+INBOX_PAGE = 200
+DEFAULT_SESSION = "default"
+
+
+@dataclass(frozen=True, eq=False)
+class Deliveries:
+    """An agent's inbox, acks and replies."""
+
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    posting: Posting
+
+    def inbox(
+        self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False
+    ) -> list[tuple[Message, bool]]:
+        world, agent = self.worlds.agent_in(world_id, agent_id)
+        check_int("limit", limit, 1, 1000)
+        entries = self.store.inbox(world, agent, unread_only, limit)
+        if mark_read and entries:
+            self.store.mark_read(world, agent, [m.id for m, _ in entries], datetime.now(UTC))
+        return entries
+
+    def ack(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> int:
+        world, agent = self.worlds.agent_in(world_id, agent_id)
+        ids = [check_int("ids", i, 1, MAX_MESSAGE_ID) for i in message_ids]
+        return self.store.mark_read(world, agent, ids, datetime.now(UTC))
+
+    def send(
+        self,
+        world_id: str,
+        agent_id: str,
+        content: str,
+        chat_id: str | None = None,
+        parent_id: int | None = None,
+        idempotency_key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Post as the agent (its reply), threaded to `parent_id` when given."""
+        world, agent = self.worlds.agent_in(world_id, agent_id)
+        request = PostRequest(agent, content, chat_id, None, parent_id, None, idempotency_key, metadata)
+        return self.posting.post(world, request)
+
+    def check(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        limit: int = 10,
+        mark_read: bool = False,
+        include_context: bool = False,
+        context_limit: int | None = None,
+        session: str = DEFAULT_SESSION,
+        chat_id: str | None = None,
+        refresh: bool = False,
+        context_only_with_mentions: bool = False,
+    ) -> CheckResult:
+        """The agent's new messages to answer, oldest first, and its context sent once (spec §6).
+
+        Messages the agent is not addressed in need no answer: the check marks them read as it
+        passes them (they stay in its memory). The others stay unread until `mark_read` or `ack`.
+        Context is the agent's filtered memory of the chat (`chat_id`, else the chat of the
+        newest mention); within a `session` only what was not sent before is sent again
+        (`delta`), until `refresh` or the session's TTL.
+        """
+        world, agent_id = self.worlds.agent_in(world_id, agent_id)
+        agent = self.worlds.get_agent(world, agent_id)
+        check_int("limit", limit, 1, 1000)
+        depth = check_int(
+            "context_limit", self.settings.context_limit if context_limit is None else context_limit, 1, 100
+        )
+        limits.check_text("session", session, limits.MAX_SESSION, required=True)
+        chat = check_chat(chat_id)
+
+        mentions: list[Message] = []
+        passed = 0
+        now = datetime.now(UTC)
+        after = 0
+        while len(mentions) < limit:
+            unread = [m for m, _ in self.store.inbox(world, agent_id, True, INBOX_PAGE, after)]
+            found, heard = split_unread(agent_id, unread, limit - len(mentions))
+            mentions.extend(found)
+            if heard:
+                self.store.mark_read(world, agent_id, [m.id for m in heard], now)
+                passed += len(heard)
+            if len(unread) < INBOX_PAGE:
+                break
+            after = unread[-1].id
+        if chat is None and chat_id is None and mentions:
+            chat = mentions[-1].chat_id
+        if not include_context or (context_only_with_mentions and not mentions):
+            result = CheckResult(tuple(mentions), chat_id=chat, passed=passed)
+        else:
+            result = self._context_once(world, agent, mentions, chat, depth, session, refresh, now, passed)
+        if mark_read and mentions:
+            # Last, once the answer is built: a check that fails leaves its mentions unread.
+            self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
+        return result
+
+    def _context_once(
+        self,
+        world: str,
+        agent: AgentProfile,
+        mentions: Sequence[Message],
+        chat: str | None,
+        depth: int,
+        session: str,
+        refresh: bool,
+        now: datetime,
+        passed: int,
+    ) -> CheckResult:
+        state = self.store.get_context_session(world, agent.id, session, chat)
+        ttl = timedelta(seconds=self.settings.context_session_ttl)
+        full = refresh or state is None or now - state.refreshed_at > ttl
+        floor = 0 if full or state is None else state.last_sent_id
+        in_chat = [m.id for m in mentions if m.chat_id == chat]
+        context, truncated = context_slice(
+            agent,
+            self.store.iter_memory(world, agent.id, chat),
+            floor=floor,
+            below=max(in_chat) if in_chat else None,
+            exclude=set(in_chat),
+            limit=depth,
+        )
+        newest = max([floor, *in_chat, *(m.id for m in context)])
+        refreshed_at = now if full or state is None else state.refreshed_at
+        if state is None or newest != state.last_sent_id or refreshed_at != state.refreshed_at:
+            self.store.set_context_session(world, agent.id, session, chat, ContextSession(newest, refreshed_at))
+        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed)

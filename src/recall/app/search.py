@@ -1,0 +1,145 @@
+"""Search a world's messages, memories and facts, or a user's facts, through the search index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from recall.app.facts import Facts
+from recall.app.worlds import Worlds
+from recall.errors import InvalidInputError, UnknownWorldError
+from recall.settings import Settings
+
+if TYPE_CHECKING:
+    from recall.store.sqlite_search import SearchHit, SQLiteSearchIndex
+
+SEARCH_KINDS = ("message", "memory", "fact")
+SEARCH_METHODS = ("hybrid", "bm25", "vector")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One search hit, with the id of what it came from."""
+
+    kind: str
+    source_id: int
+    score: float
+    text: str
+    space: str
+    chat_id: str | None
+    sender: str | None
+    created_at: datetime
+    importance: int | None = None
+    similarity: float | None = None
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> SearchResult:
+        return cls(
+            hit.kind,
+            hit.source_id,
+            hit.score,
+            hit.text,
+            hit.space,
+            hit.chat_id,
+            hit.sender,
+            hit.created_at,
+            hit.importance,
+            hit.similarity,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source_id": self.source_id,
+            "score": round(self.score, 6),
+            "text": self.text,
+            "space": self.space,
+            "chat_id": self.chat_id,
+            "sender": self.sender,
+            "created_at": self.created_at.isoformat(),
+            "importance": self.importance,
+            "similarity": None if self.similarity is None else round(self.similarity, 6),
+        }
+
+
+def _check_options(query: object, kinds: Sequence[str], k: object, method: str) -> None:
+    if not isinstance(query, str):
+        raise InvalidInputError("query", "must be text")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+        raise InvalidInputError("k", f"must be a whole number from 1 to 1000, got {k!r}")
+    if method not in SEARCH_METHODS:
+        raise InvalidInputError("method", f"must be one of {', '.join(SEARCH_METHODS)}, got {method!r}")
+    bad = [kind for kind in kinds if kind not in SEARCH_KINDS]
+    if bad or not kinds:
+        raise InvalidInputError("kinds", f"each must be one of {', '.join(SEARCH_KINDS)}, got {list(kinds)!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Searcher:
+    """Searches, and brings the index up to date on demand."""
+
+    settings: Settings
+    worlds: Worlds
+    facts: Facts
+    index: SQLiteSearchIndex | None = None
+
+    def search(
+        self,
+        space: str,
+        query: str,
+        *,
+        tenant: str = "",
+        kinds: Sequence[str] = SEARCH_KINDS,
+        k: int = 10,
+        method: str = "hybrid",
+        agent: str | None = None,
+        chat_id: str | None = None,
+        sender: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_importance: int | None = None,
+    ) -> list[SearchResult]:
+        """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
+        its facts) of `tenant`.
+
+        With `agent`, only what that agent may see: shared items and its own private ones."""
+        _check_options(query, kinds, k, method)
+        owners: list[str] | None = None
+        if isinstance(space, str) and space.startswith("user:"):
+            resolved = self.facts.scope(space, tenant)
+        else:
+            world = self.worlds.get_world(space)
+            if world.tenant != tenant:
+                raise UnknownWorldError(world.id)
+            resolved = world.id
+            if agent is not None:
+                owners = ["", self.worlds.get_agent(world.key, agent).id]
+        if self.index is None or not query.strip():
+            return []
+        # Messages reach the index in the background; copying the newest ones is cheap, so a
+        # keyword search always sees everything posted (vectors may still be on their way).
+        while self.index.index_messages():
+            pass
+        hits = self.index.search(
+            query,
+            tenant=tenant,
+            space=resolved,
+            kinds=kinds,
+            k=k,
+            method=method,  # type: ignore[arg-type]  # checked against SEARCH_METHODS above
+            owners=owners,
+            chat_id=chat_id,
+            sender=sender,
+            since=since,
+            until=until,
+            min_importance=min_importance,
+        )
+        return [SearchResult.of(h) for h in hits]
+
+    def refresh_index(self) -> int:
+        """Bring the search index fully up to date now (copy and embed everything pending);
+        the work done. The background indexer does this on its own; the CLI and benchmarks
+        call it to search a store they just wrote."""
+        return 0 if self.index is None else self.index.catch_up(self.settings.embed_batch)

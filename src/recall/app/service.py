@@ -1,0 +1,139 @@
+"""`RecallService`: the use cases composed over one store, its search index and the chat model.
+
+Every interface (Python, HTTP, MCP, CLI, UI) calls these, so none disagree. Each part has one
+job and is exposed as it is (`service.facts.add_facts(...)`); the names interfaces called on the
+service before the split stay, as the parts' own bound methods (no second signature to keep).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from recall.app.agent_state import AgentState
+from recall.app.context import Contexts
+from recall.app.deliveries import Deliveries
+from recall.app.extraction import Extraction
+from recall.app.facts import Facts
+from recall.app.memories import Memories
+from recall.app.posting import Posting
+from recall.app.search import Searcher
+from recall.app.worlds import Worlds
+from recall.llm.factory import chat_model_from_settings
+from recall.llm.summarizer import LLMSummarizer
+from recall.long_term import LongTermMemory
+from recall.settings import Settings
+from recall.store import open_search_index
+from recall.store.base import Store
+
+#: Told (world key, message ids or None for "some") of posts another process stored.
+PostListener = Callable[[str, list[int] | None], None]
+
+
+@runtime_checkable
+class SharedRateLimits(Protocol):
+    """A store that keeps rate-limit buckets every replica shares (PostgreSQL)."""
+
+    def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None: ...
+
+
+@runtime_checkable
+class PostAnnouncer(Protocol):
+    """A store that announces posts to every process sharing it (PostgreSQL)."""
+
+    def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread: ...
+
+
+class RecallService:
+    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings = settings or Settings()
+        #: The search index with its embedder, and its background indexer (None when off).
+        self.index, self.indexer = open_search_index(store, settings)
+        #: The configured chat model (extraction and history summaries), or None.
+        self.model = chat_model_from_settings(settings)
+        #: Summaries of older history (spec §3) with the configured chat model; None without one.
+        self.summarizer = None if self.model is None else LLMSummarizer(self.model)
+
+        self.worlds = worlds = Worlds(store)
+        self.posting = posting = Posting(store, settings, worlds, self.indexer)
+        self.deliveries = Deliveries(store, settings, worlds, posting)
+        self.agent_state = agent_state = AgentState(store, settings, worlds, posting)
+        self.facts = facts = Facts(store, worlds, self.index)
+        #: Long-term memories (`memories` is still the agents' key-value notes, below).
+        self.long_term_memories = Memories(store, worlds, self.index)
+        self.searcher = Searcher(settings, worlds, facts, self.index)
+        self.extraction = Extraction(store, settings, worlds, facts, self.model)
+        self.contexts = Contexts(store, settings, worlds, posting, agent_state, self.index, self.summarizer)
+
+        # The names interfaces have always called on the service.
+        self.create_world = worlds.create_world
+        self.get_world = worlds.get_world
+        self.resolve_world = worlds.resolve_world
+        self.list_worlds = worlds.list_worlds
+        self.roster = worlds.roster
+        self.add_agent = worlds.add_agent
+        self.add_human = worlds.add_human
+        self.get_agent = worlds.get_agent
+        self.participants = worlds.participants
+        self.recipients = worlds.recipients
+        self.post = posting.post
+        self.post_many = posting.post_many
+        self.prepare_posts = posting.prepare_posts
+        self.append_messages = posting.append_messages
+        self.import_messages = posting.import_messages
+        self.wait_for_posts = posting.wait_for_posts
+        self.get_message = posting.get_message
+        self.messages = posting.messages
+        self.inbox = self.deliveries.inbox
+        self.ack = self.deliveries.ack
+        self.send = self.deliveries.send
+        self.check = self.deliveries.check
+        self.remember = agent_state.remember
+        self.recall_memory = agent_state.recall_memory
+        self.forget = agent_state.forget
+        self.memories = agent_state.memories
+        self.turn_limit = agent_state.turn_limit
+        self.decide = agent_state.decide
+        self.record_llm_call = agent_state.record_llm_call
+        self.turn_count = agent_state.turn_count
+        self.observe = agent_state.observe
+        self.act = agent_state.act
+        self.build_context = self.contexts.build_context
+        #: Moved: the old `service.long_term` names (see recall/long_term.py); the lead removes it.
+        self.long_term = LongTermMemory(self)
+
+    @property
+    def post_count(self) -> int:
+        """Messages this service has stored since it opened (see `wait_for_posts`)."""
+        return self.posting.post_count
+
+    # -- the store's capabilities, for the server's wiring ---------------------------------
+
+    def schema_version(self) -> int:
+        """The newest migration applied to the store (readiness checks)."""
+        return self.store.schema_version()
+
+    def shared_rate_limits(self) -> SharedRateLimits | None:
+        """The store, when it keeps rate-limit buckets shared by every replica."""
+        return self.store if isinstance(self.store, SharedRateLimits) else None
+
+    def listen_for_posts(self, on_post: PostListener, stop: threading.Event) -> threading.Thread | None:
+        """Hear posts other processes store, until `stop` is set (None: the store cannot tell)."""
+        return self.store.listen(on_post, stop) if isinstance(self.store, PostAnnouncer) else None
+
+    # -- closing ----------------------------------------------------------------------------
+
+    def stop_background(self) -> None:
+        """Stop background work (the extraction queue, the indexer) and wait for both threads to
+        end, however long their current step takes (a model call is bounded by its timeout, an
+        indexing step by its batch): the store closes next, and a thread left running would
+        fail against it. Calling it again does nothing more."""
+        self.extraction.close()
+        if self.indexer is not None:
+            self.indexer.stop()
+
+    def close(self) -> None:
+        self.stop_background()
+        self.store.close()
