@@ -62,7 +62,7 @@ from rich.console import Console
 from rich.table import Table
 
 from recall.api import Recall, World
-from recall.service import PostRequest
+from recall.app.posting import PostRequest
 from recall.settings import Settings
 from recall.store import sqlite as sqlite_store
 

@@ -51,9 +51,9 @@ from rich.console import Console
 from rich.table import Table
 
 from recall import PostRequest, Recall, Settings
+from recall.app.validation import parse_timestamp
 from recall.errors import InvalidInputError
 from recall.search.embeddings import Embedder
-from recall.service import parse_timestamp
 
 METHODS = ("bm25", "vector", "hybrid")
 TURN_CHOICES = ("all", "user")
@@ -233,7 +233,7 @@ class CachingEmbedder:
 def _share_cache(mem: Recall, cache: CachingEmbedder | None) -> CachingEmbedder | None:
     """Put the run's cache in front of this store's embedder (the same model: same name and
     dimension, so the index's model check holds). Returns the cache, creating it on first use."""
-    index = mem.service.long_term.index
+    index = mem.service.index
     if index is None or index.embedder is None:
         return cache
     if cache is None:

@@ -236,7 +236,7 @@ def _message_count(world: World) -> int:
 def _index(mem: Recall) -> SearchIndex:
     # The bench drives the index directly to show progress and time each phase; refresh_index()
     # does the same work in one call.
-    index = mem.service.long_term.index
+    index = mem.service.index
     if index is None or index.embedder is None:
         raise SystemExit("this store has no vector index (is the embedding model installed?)")
     return index

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings
+from recall.app.posting import PostRequest
 from recall.llm.scripted_server import ModelServer
-from recall.service import PostRequest
 from tests.llm.model_server import model_server_fixture  # noqa: F401  (the model_server fixture)
 
 EXTRACTED = json.dumps({"new_facts": [{"content": "Lives in Lisbon", "category": "context", "confidence": 0.95}]})
@@ -105,7 +105,7 @@ def test_closing_while_the_indexer_embeds_logs_no_error(db: str, caplog: pytest.
     world.add_agent("helper")
     for day in range(10):
         world.post_many([_note(day, n) for n in range(40)])
-    index = mem.service.long_term.index
+    index = mem.service.index
     assert index is not None
     deadline = time.monotonic() + 60
     while index.pending() >= 400:  # wait for the indexer to be under way: copying done, embedding
@@ -117,8 +117,8 @@ def test_closing_while_the_indexer_embeds_logs_no_error(db: str, caplog: pytest.
     # What it did not get to is still pending, and is picked up on the next open.
     with Recall(db, Settings(index_interval=0)) as reopened:
         reopened.refresh_index()
-        assert reopened.service.long_term.index is not None
-        assert reopened.service.long_term.index.pending() == 0
+        assert reopened.service.index is not None
+        assert reopened.service.index.pending() == 0
 
 
 def _note(day: int, n: int) -> PostRequest:

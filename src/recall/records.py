@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from recall.app.posting import PostRequest
+from recall.app.search import SearchResult
 from recall.core.context import Context, ContextBlock, ContextMessage, ContextReport, ReportItem
 from recall.core.facts import Fact
 from recall.core.inbox import CheckResult
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 from recall.core.observations import Action, Observation
 from recall.core.routing import Decision
-from recall.long_term import SearchResult
-from recall.service import PostRequest
 from recall.store.base import MemoryItem, Note, ParticipantRecord, WorldRecord
 
 if TYPE_CHECKING:
-    from recall.store.sqlite_search import SearchHit
+    from recall.search.base import SearchHit
 
 __all__ = [
     "Action",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Records whose modules load heavy libraries, imported when first named.
-LAZY = {"SearchHit": "recall.store.sqlite_search"}
+LAZY = {"SearchHit": "recall.search.base"}
 
 
 def __getattr__(name: str) -> Any:

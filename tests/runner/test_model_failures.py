@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings, World
+from recall.app.posting import PostRequest
 from recall.errors import ModelError
 from recall.importers import read_jsonl, store_conversation
 from recall.llm import OpenAICompatibleModel
@@ -22,7 +23,6 @@ from recall.llm.anthropic import AnthropicModel
 from recall.runner.agent_runner import APOLOGY, AgentRunner
 from recall.runner.backend import LocalBackend
 from recall.server.config import ServerConfig
-from recall.service import PostRequest
 from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
 from tests.server.conftest import free_port, start_server, stop_server
 

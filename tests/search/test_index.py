@@ -15,6 +15,7 @@ import pytest
 from numpy.typing import NDArray
 
 from recall import Recall, Settings
+from recall.app.posting import PostRequest
 from recall.core.models import Message, SenderType
 from recall.errors import InvalidInputError
 from recall.search.base import IndexItem, RowStore, message_text
@@ -24,7 +25,6 @@ from recall.search.index import SearchIndex
 from recall.search.indexer import BackgroundIndexer
 from recall.search.open import search_index
 from recall.search.sqlite import match_expression
-from recall.service import PostRequest
 from recall.store.sqlite import SQLiteStore
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

@@ -16,9 +16,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from recall.app.posting import PostRequest
+from recall.app.service import RecallService
 from recall.core.models import SenderType
 from recall.errors import InvalidInputError, RecallError, StoreVersionError
-from recall.service import PostRequest, RecallService
 from recall.store import open_store
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import MEMORY_PAGE, SQLiteStore
@@ -125,7 +126,7 @@ def store(path: Path | str) -> Iterator[Store]:
 def service(store: Store) -> Iterator[RecallService]:
     service = RecallService(store)
     yield service
-    service.long_term.close()  # stops its background indexer before the store closes
+    service.stop_background()  # stops its background indexer before the store closes
 
 
 # -- schema and files ---------------------------------------------------------------------

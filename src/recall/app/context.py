@@ -24,7 +24,7 @@ from recall.settings import Settings
 from recall.store.base import Note, Store, WorldRecord
 
 if TYPE_CHECKING:
-    from recall.store.sqlite_search import SQLiteSearchIndex
+    from recall.search.index import SearchIndex
 
 LONG_TERM_HEADER = "Relevant context from past interactions:"
 SIMILAR_HEADER = "Similar past interactions that may be relevant:"
@@ -49,7 +49,7 @@ class Contexts:
     worlds: Worlds
     posting: Posting
     agent_state: AgentState
-    index: SQLiteSearchIndex | None = None
+    index: SearchIndex | None = None
     #: Summaries of older history (spec §3) with the configured chat model; None without one.
     summarizer: Summarizer | None = None
 

@@ -19,7 +19,7 @@ from recall.errors import InvalidInputError, UnknownFactError
 from recall.store.base import Store
 
 if TYPE_CHECKING:
-    from recall.store.sqlite_search import SQLiteSearchIndex
+    from recall.search.index import SearchIndex
 
 EXPORT_FORMAT = "recall.facts/1"
 
@@ -44,7 +44,7 @@ class Facts:
 
     store: Store
     worlds: Worlds
-    index: SQLiteSearchIndex | None = None
+    index: SearchIndex | None = None
 
     def scope(self, scope: object, tenant: str = "") -> str:
         """The canonical scope, after checking a world or agent scope names a world (and agent)
@@ -196,7 +196,7 @@ class Facts:
     def _index(self, tenant: str, facts: Iterable[Fact]) -> None:
         if self.index is None:
             return
-        from recall.store.sqlite_search import IndexItem
+        from recall.search.base import IndexItem
 
         items = []
         for fact in facts:

@@ -16,7 +16,7 @@ from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownNoteError
 from recall.store.base import NewNote, Note, Store
 
 if TYPE_CHECKING:
-    from recall.store.sqlite_search import SQLiteSearchIndex
+    from recall.search.index import SearchIndex
 
 NOTE_TYPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 MAX_NOTE_CHARS = limits.MAX_NOTE_CHARS
@@ -46,7 +46,7 @@ class Memories:
 
     store: Store
     worlds: Worlds
-    index: SQLiteSearchIndex | None = None
+    index: SearchIndex | None = None
 
     def add_note(
         self,
@@ -79,7 +79,7 @@ class Memories:
             ),
         )
         if self.index is not None:
-            from recall.store.sqlite_search import IndexItem
+            from recall.search.base import IndexItem
 
             self.index.add(
                 [

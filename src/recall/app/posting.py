@@ -19,7 +19,7 @@ from recall.settings import Settings
 from recall.store.base import NewMessage, Store, WorldRecord
 
 if TYPE_CHECKING:
-    from recall.retrieval.indexer import BackgroundIndexer
+    from recall.search.indexer import BackgroundIndexer
 
 IMPORT_BATCH = 1000
 

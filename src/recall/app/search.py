@@ -13,7 +13,8 @@ from recall.errors import InvalidInputError, UnknownWorldError
 from recall.settings import Settings
 
 if TYPE_CHECKING:
-    from recall.store.sqlite_search import SearchHit, SQLiteSearchIndex
+    from recall.search.base import SearchHit
+    from recall.search.index import SearchIndex
 
 SEARCH_KINDS = ("message", "memory", "fact")
 SEARCH_METHODS = ("hybrid", "bm25", "vector")
@@ -83,7 +84,7 @@ class Searcher:
     settings: Settings
     worlds: Worlds
     facts: Facts
-    index: SQLiteSearchIndex | None = None
+    index: SearchIndex | None = None
 
     def search(
         self,

@@ -23,8 +23,8 @@ from recall.app.worlds import Worlds
 from recall.llm.factory import chat_model_from_settings
 from recall.llm.summarizer import LLMSummarizer
 from recall.long_term import LongTermMemory
+from recall.search.open import open_search_index
 from recall.settings import Settings
-from recall.store import open_search_index
 from recall.store.base import Store
 
 #: Told (world key, message ids or None for "some") of posts another process stored.

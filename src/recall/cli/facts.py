@@ -129,7 +129,7 @@ def facts_extract(
     when the extraction failed (model unreachable or refusing, an answer that is not JSON)."""
     with open_recall() as mem:
         queued = mem.world(world, tenant=tenant()).agent(agent).extract(chat, scope=scope)
-        runs = mem.service.long_term.run_extraction(None, queued["scope"]) if queued["queued"] else []
+        runs = mem.service.extraction.run_extraction(None, queued["scope"]) if queued["queued"] else []
         failed = next((run for run in runs if run.error), None)
         if failed is not None:  # the model's or the answer's fault: a script must see it
             fail(f"extraction for {failed.scope} failed: {failed.error or ''}")

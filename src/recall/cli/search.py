@@ -20,7 +20,7 @@ def index(
     """Keep the search index up to date: copy new messages and embed them in batches, until
     stopped (Ctrl-C). `recall serve` runs this for its store by itself; run it by hand beside
     other processes that write the store, or with --once after a bulk import."""
-    from recall.index_worker import run_worker  # the embedding model loads only here
+    from recall.search.worker import run_worker
 
     try:
         location = db_location()

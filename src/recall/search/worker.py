@@ -31,7 +31,7 @@ from recall.search.open import open_search_index
 from recall.settings import Settings
 from recall.store import is_postgres_url, open_store
 
-logger = logging.getLogger("recall.index_worker")
+logger = logging.getLogger("recall.search.worker")
 
 #: Niceness of a worker started by the server: the server's requests come first.
 WORKER_NICENESS = 10

@@ -25,6 +25,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from recall import __version__
 from recall.app.gate import Gate, Principal
+from recall.app.posting import PostRequest
+from recall.app.service import RecallService
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import would_respond
@@ -48,7 +50,6 @@ from recall.server.long_term_routes import add_long_term_routes
 from recall.server.metrics import Metrics
 from recall.server.ui import add_ui_routes
 from recall.server.writer import PostWriter
-from recall.service import PostRequest, RecallService
 from recall.store.base import WorldRecord
 
 MAX_WAIT_SECONDS = 300

@@ -19,9 +19,9 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse
 
 from recall.app.gate import Gate, Principal
+from recall.app.service import RecallService
 from recall.server import schemas
 from recall.server.access import Caller
-from recall.service import RecallService
 from recall.store.base import WorldRecord
 
 AgentOf = Callable[[str, str, Principal], tuple[str, str]]

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from recall.api import Recall
 from recall.demo import build_demo_world
-from recall.index_worker import start_worker_process, stop_worker_process
+from recall.search.worker import start_worker_process, stop_worker_process
 from recall.server.app import create_app
 from recall.server.config import ServerConfig
 from recall.server.mcp import mount_mcp
@@ -20,7 +20,7 @@ from recall.settings import Settings
 
 def build_app(config: ServerConfig) -> FastAPI:
     settings = Settings.from_env()
-    # Embedding runs in a worker process (see recall.index_worker), not in a thread of the
+    # Embedding runs in a worker process (see recall.search.worker), not in a thread of the
     # server's: a stored database can be shared; an in-memory one keeps the thread.
     worker = settings.index_interval > 0 and config.db != ":memory:"
     mem = Recall(config.db, replace(settings, index_interval=0) if worker else settings)

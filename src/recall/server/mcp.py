@@ -31,13 +31,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recall import __version__
 from recall.app.gate import Gate, Principal
+from recall.app.service import RecallService
 from recall.core.inbox import CheckResult
 from recall.errors import AuthError, RecallError
 from recall.server.access import KeyRing, RateLimiter
 from recall.server.app import MAX_WAIT_SECONDS, ServerState
 from recall.server.config import ServerConfig, is_loopback
 from recall.server.inbox import Notifier, wait_for_mentions
-from recall.service import RecallService
 from recall.store.base import WorldRecord
 
 INSTRUCTIONS = (

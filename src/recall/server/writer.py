@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from anyio import to_thread
 
+from recall.app.posting import PostRequest
+from recall.app.service import RecallService
 from recall.core.models import Message
-from recall.service import PostRequest, RecallService
 from recall.store.base import NewMessage
 
 #: A stored message, its world's key and the agents it was delivered to.

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from recall.settings import Settings
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
 from recall.store.sqlite import SQLiteStore
 from recall.store.urls import is_postgres_url
-
-if TYPE_CHECKING:
-    from recall.search.index import SearchIndex
-    from recall.search.indexer import BackgroundIndexer
 
 __all__ = [
     "NewMessage",
@@ -20,7 +13,6 @@ __all__ = [
     "Store",
     "WorldRecord",
     "is_postgres_url",
-    "open_search_index",
     "open_store",
 ]
 
@@ -32,11 +24,3 @@ def open_store(location: str) -> Store:
 
         return PostgresStore(location)
     return SQLiteStore(location)
-
-
-def open_search_index(store: Store, settings: Settings) -> tuple[SearchIndex | None, BackgroundIndexer | None]:
-    """Transition: moved to `recall.search.open_search_index` (store/ knows no search; the lead
-    points the callers there and deletes this)."""
-    from recall.search import open_search_index as open_index
-
-    return open_index(store, settings)

@@ -146,7 +146,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         2,
         """
-        -- The search index (see postgres_search.py): keyword search on a generated tsvector
+        -- The search index (see search/postgres.py): keyword search on a generated tsvector
         -- (the message's own words weigh A, the turn before it B), vectors in a pgvector column
         -- added with the embedder's dimension on first use, with an HNSW index.
         CREATE EXTENSION IF NOT EXISTS vector;

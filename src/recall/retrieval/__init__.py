@@ -1,1 +1,0 @@
-"""Moved to recall.search (transition shim: the lead rewrites the imports and deletes it)."""
