@@ -3,14 +3,17 @@ works offline (FastAPI's default loads it from a CDN, which leaves a blank page 
 
 from __future__ import annotations
 
-from fastapi import FastAPI, HTTPException
+from pathlib import Path
+
+from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import HTMLResponse
 from swagger_ui_bundle import swagger_ui_path
 
+from recall.server.static import add_asset_route
+
 ASSETS_URL = "/docs/assets"
-#: The files the page loads, with their types (a fixed list: no path from a request is ever
-#: joined to the folder).
+#: The files the page loads, with their types.
 ASSETS = {
     "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
     "swagger-ui.css": "text/css; charset=utf-8",
@@ -33,10 +36,4 @@ def add_docs_routes(app: FastAPI) -> None:
             swagger_ui_parameters={"validatorUrl": None},
         )
 
-    @app.get(ASSETS_URL + "/{name}", include_in_schema=False)
-    async def asset(name: str) -> FileResponse:
-        media = ASSETS.get(name)
-        if media is None:
-            raise HTTPException(404, "no such asset")
-        path = swagger_ui_path / name
-        return FileResponse(str(path), media_type=media, headers={"X-Content-Type-Options": "nosniff"})
+    add_asset_route(app, ASSETS_URL, Path(swagger_ui_path), ASSETS)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 from fastapi.responses import FileResponse, RedirectResponse
 
+from recall.server.static import add_asset_route
+
 UI_DIR = Path(__file__).parent / "ui"
-#: The assets that may be served, with their types (a fixed list: no path from a request is
-#: ever joined to the folder).
+#: The assets that may be served, with their types.
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 #: The shell's security headers: scripts and styles from this server only, no framing.
 SHELL_HEADERS = {
@@ -33,12 +34,7 @@ def add_ui_routes(app: FastAPI) -> None:
     async def root() -> RedirectResponse:
         return RedirectResponse("/ui/")
 
-    @app.get("/ui/assets/{name}", include_in_schema=False)
-    async def asset(name: str) -> FileResponse:
-        media = ASSETS.get(name)
-        if media is None:
-            raise HTTPException(404, "no such asset")
-        return FileResponse(UI_DIR / name, media_type=media, headers={"X-Content-Type-Options": "nosniff"})
+    add_asset_route(app, "/ui/assets", UI_DIR, ASSETS)
 
     @app.get("/ui/{page:path}", include_in_schema=False)
     async def shell(page: str) -> FileResponse:
