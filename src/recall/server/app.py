@@ -34,13 +34,12 @@ from recall.errors import (
     RateLimitedError,
     RecallError,
 )
+from recall.server import docs, ui
 from recall.server.config import ServerConfig
 from recall.server.deps import ServerState
-from recall.server.docs import add_docs_routes
 from recall.server.guard import RequestGuard
 from recall.server.inbox import MAX_WAIT_SECONDS
 from recall.server.routes import ROUTERS
-from recall.server.ui import add_ui_routes
 from recall.server.views import error
 from recall.service import RecallService
 
@@ -69,7 +68,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         version=__version__,
         description="Memory and context for LLM agents: worlds, messages, long-poll inboxes, contexts.",
         lifespan=lifespan,
-        # Served from the package by `add_docs_routes`: the defaults load Swagger UI from a CDN.
+        # Served from the package by `docs.router`: the defaults load Swagger UI from a CDN.
         docs_url=None,
         redoc_url=None,
     )
@@ -77,10 +76,8 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     # Keyless, only loopback Host names (no DNS rebinding); never a non-finite number in a body.
     app.add_middleware(RequestGuard, loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote)
     _install_error_handlers(app)
-    for router in ROUTERS:
+    for router in (*ROUTERS, ui.router, docs.router):
         app.include_router(router)
-    add_ui_routes(app)
-    add_docs_routes(app)
     return app
 
 

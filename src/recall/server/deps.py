@@ -139,6 +139,17 @@ def _world(request: Request, world: str, who: Caller) -> WorldRecord:
 WorldOf = Annotated[WorldRecord, Depends(_world)]
 
 
+def tenant_world(what: str) -> Any:
+    """The path's `{world}` for a tenant-wide act (`what`: "register agents"): an agent's key
+    learns 403 before the world is looked up."""
+
+    def resolve(request: Request, world: str, who: Caller) -> WorldRecord:
+        who.require_admin(what)
+        return state_of(request).gate.world(who, world)
+
+    return Depends(resolve)
+
+
 def _acting(request: Request, world: str, agent: str, who: Caller) -> Acting:
     record, agent_id = state_of(request).gate.agent(who, world, agent)
     return Acting(record, agent_id)

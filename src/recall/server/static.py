@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
 
-def add_asset_route(app: FastAPI, url: str, folder: Path, assets: Mapping[str, str]) -> None:
+def add_asset_route(router: APIRouter, url: str, folder: Path, assets: Mapping[str, str]) -> None:
     """Serve `url/{name}` for each name in `assets` (name -> media type) from `folder`; 404 else."""
 
     async def asset(name: str) -> FileResponse:
@@ -19,4 +19,4 @@ def add_asset_route(app: FastAPI, url: str, folder: Path, assets: Mapping[str, s
             raise HTTPException(404, "no such asset")
         return FileResponse(str(folder / name), media_type=media, headers={"X-Content-Type-Options": "nosniff"})
 
-    app.add_api_route(url + "/{name}", asset, methods=["GET"], include_in_schema=False)
+    router.add_api_route(url + "/{name}", asset, methods=["GET"], include_in_schema=False)

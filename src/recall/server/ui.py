@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter
 from fastapi.responses import FileResponse, RedirectResponse
 
 from recall.server.static import add_asset_route
 
 UI_DIR = Path(__file__).parent / "ui"
-#: The assets that may be served, with their types.
-ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 #: The shell's security headers: scripts and styles from this server only, no framing.
 SHELL_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
@@ -26,16 +24,20 @@ SHELL_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
+#: The inspector: `/` redirects to `/ui/`, every `/ui/…` page is the shell.
+router = APIRouter(include_in_schema=False)
 
-def add_ui_routes(app: FastAPI) -> None:
-    """Serve the inspector: `/` redirects to `/ui/`, every `/ui/…` page is the shell."""
 
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/ui/")
+@router.get("/")
+async def root() -> RedirectResponse:
+    return RedirectResponse("/ui/")
 
-    add_asset_route(app, "/ui/assets", UI_DIR, ASSETS)
 
-    @app.get("/ui/{page:path}", include_in_schema=False)
-    async def shell(page: str) -> FileResponse:
-        return FileResponse(UI_DIR / "index.html", media_type="text/html; charset=utf-8", headers=SHELL_HEADERS)
+add_asset_route(
+    router, "/ui/assets", UI_DIR, {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+)
+
+
+@router.get("/ui/{page:path}")
+async def shell(page: str) -> FileResponse:
+    return FileResponse(UI_DIR / "index.html", media_type="text/html; charset=utf-8", headers=SHELL_HEADERS)

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from recall.app.gate import Principal
 from recall.server import schemas, views
-from recall.server.deps import ActingAgent, MemoryId, WorldOf, long_term_of, tenant_key
+from recall.server.deps import ActingAgent, MemoryId, WorldOf, long_term_of, tenant_world
+from recall.store.base import WorldRecord
 
 router = APIRouter(tags=["memories"])
 MinImportance = Annotated[int, Query(ge=1, le=10)]
@@ -31,10 +31,7 @@ def list_shared_notes(
 
 @router.delete("/v1/worlds/{world}/memories/{note_id}", summary="Delete a shared memory")
 def delete_shared_note(
-    request: Request,
-    _: Annotated[Principal, tenant_key("delete shared memories")],
-    record: WorldOf,
-    note_id: MemoryId,
+    request: Request, record: Annotated[WorldRecord, tenant_world("delete shared memories")], note_id: MemoryId
 ) -> dict[str, bool]:
     long_term_of(request).delete_note(record.key, note_id)
     return views.deleted()

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 
-from recall.app.gate import Principal
 from recall.server import schemas, views
-from recall.server.deps import ActingAgent, WorldOf, long_term_of, tenant_key
+from recall.server.deps import ActingAgent, long_term_of, tenant_world
+from recall.store.base import WorldRecord
 
 router = APIRouter(tags=["search"])
 
@@ -16,8 +16,7 @@ router = APIRouter(tags=["search"])
 @router.post("/v1/worlds/{world}/search", summary="Search a world's messages, memories and facts")
 def search_world(
     request: Request,
-    _: Annotated[Principal, tenant_key("search a whole world (agents search through their own route)")],
-    record: WorldOf,
+    record: Annotated[WorldRecord, tenant_world("search a whole world (agents search through their own route)")],
     body: schemas.SearchIn,
 ) -> dict[str, Any]:
     return _search(request, record.key, record.tenant, None, body)

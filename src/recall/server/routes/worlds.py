@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 
 from recall.app.gate import Principal
 from recall.server import schemas, views
-from recall.server.deps import Caller, WorldOf, state_of, tenant_key
+from recall.server.deps import Caller, WorldOf, state_of, tenant_key, tenant_world
+from recall.store.base import WorldRecord
 
 router = APIRouter()
 
@@ -40,10 +41,7 @@ def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
 
 @router.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
 def add_agent(
-    request: Request,
-    _: Annotated[Principal, tenant_key("register agents")],
-    record: WorldOf,
-    body: schemas.AgentIn,
+    request: Request, record: Annotated[WorldRecord, tenant_world("register agents")], body: schemas.AgentIn
 ) -> dict[str, Any]:
     settings = body.model_dump(exclude={"id"})
     profile = state_of(request).service.add_agent(record.key, body.id, **settings)
@@ -52,10 +50,7 @@ def add_agent(
 
 @router.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
 def add_human(
-    request: Request,
-    _: Annotated[Principal, tenant_key("register humans")],
-    record: WorldOf,
-    body: schemas.HumanIn,
+    request: Request, record: Annotated[WorldRecord, tenant_world("register humans")], body: schemas.HumanIn
 ) -> dict[str, Any]:
     human = state_of(request).service.add_human(record.key, body.id)
     return views.participant(record, human.id, "human")
