@@ -61,7 +61,7 @@ def _as_tool_error() -> Iterator[None]:
 
 
 @dataclass
-class _Gate:
+class _ToolCaller:
     """The caller of a tool and the defaults it acts on; what it may do is `app/gate.py`'s."""
 
     service: RecallService
@@ -118,7 +118,7 @@ def build_mcp_server(
     with `poll_interval` a waiting check also looks again every that many seconds, for posts
     that reach the store without passing this process's notifier.
     """
-    gate = _Gate(service, keys or KeyRing(()), limiter, world, agent, tenant)
+    gate = _ToolCaller(service, keys or KeyRing(()), limiter, world, agent, tenant)
     server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     world_help = "World id" + (f" (default {world!r})" if world else "")
