@@ -217,6 +217,25 @@ def test_remember_recall_forget_with_ttl(client: httpx.Client) -> None:
     assert client.delete(f"{base}/favourite").json() == {"forgotten": False}
 
 
+def test_notes_are_the_names_and_memory_a_deprecated_alias(client: httpx.Client) -> None:
+    notes, memory = "/v1/worlds/w/agents/agent-a/notes", "/v1/worlds/w/agents/agent-a/memory"
+    kept = client.put(f"{notes}/favourite", json={"value": {"colour": "green"}})
+    assert kept.status_code == 200 and kept.json()["key"] == "favourite"
+    # One store, two names: what one route keeps, the other reads, lists and forgets.
+    assert client.get(f"{memory}/favourite").json() == client.get(f"{notes}/favourite").json() == kept.json()
+    assert client.put(f"{memory}/colour", json={"value": "red"}).status_code == 200
+    assert [i["key"] for i in client.get(notes).json()["items"]] == ["colour", "favourite"]
+    assert client.get(notes).json() == client.get(memory).json()
+    assert client.delete(f"{notes}/colour").json() == {"forgotten": True}
+    assert client.delete(f"{memory}/colour").json() == {"forgotten": False}
+    assert client.get(f"{notes}/colour").status_code == 404
+    paths = client.get("/openapi.json").json()["paths"]
+    for method in ("put", "get", "delete"):
+        assert paths["/v1/worlds/{world}/agents/{agent}/memory/{key}"][method]["deprecated"] is True
+        assert "deprecated" not in paths["/v1/worlds/{world}/agents/{agent}/notes/{key}"][method]
+    assert paths["/v1/worlds/{world}/agents/{agent}/memory"]["get"]["deprecated"] is True
+
+
 def test_observations_show_in_the_context(client: httpx.Client) -> None:
     response = client.post(
         "/v1/worlds/w/agents/agent-a/observations", json={"time": 0, "position": [2, 1], "collected": 1}

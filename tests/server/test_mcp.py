@@ -21,11 +21,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from recall import Recall, World
-from recall.server.access import RateLimiter
-from recall.server.app import ServerState, create_app
+from recall.server.app import create_app
 from recall.server.config import ApiKey, ServerConfig
+from recall.server.deps import ServerState
 from recall.server.inbox import Notifier
-from recall.server.mcp import build_mcp_server, mount_mcp
+from recall.server.mcp import build_mcp_server
+from recall.server.mcp_http import mount_mcp
+from recall.server.ratelimit import RateLimiter
 from recall.settings import Settings
 from tests.server.conftest import running
 

@@ -18,7 +18,7 @@ from recall.api import Recall
 from recall.server.app import create_app
 from recall.server.config import ServerConfig
 from recall.server.inbox import Notifier
-from recall.server.mcp import mount_mcp
+from recall.server.mcp_http import mount_mcp
 from recall.settings import Settings
 from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
 from tests.server.conftest import post, start_uvicorn

@@ -22,7 +22,6 @@ from recall.app.search import Searcher
 from recall.app.worlds import Worlds
 from recall.llm.factory import chat_model_from_settings
 from recall.llm.summarizer import LLMSummarizer
-from recall.long_term import LongTermMemory
 from recall.search.open import open_search_index
 from recall.settings import Settings
 from recall.store.base import Store
@@ -101,8 +100,6 @@ class RecallService:
         self.observe = agent_state.observe
         self.act = agent_state.act
         self.build_context = self.contexts.build_context
-        #: Moved: the old `service.long_term` names (see recall/long_term.py); the lead removes it.
-        self.long_term = LongTermMemory(self)
 
     @property
     def post_count(self) -> int:

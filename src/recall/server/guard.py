@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import re
@@ -25,6 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from recall.limits import NON_FINITE_MESSAGE
+from recall.server.config import is_loopback
 
 #: Bytes a body must contain for it to hold a non-finite number; bodies without any of them
 #: (nearly all) skip the second parse.
@@ -41,12 +41,7 @@ def is_loopback_host(host: str | None) -> bool:
         name = name[1 : name.find("]")] if "]" in name else ""
     elif name.count(":") == 1:
         name = name.split(":", 1)[0]
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(name)
 
 
 class _NonFinite:

@@ -12,14 +12,24 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import would_respond
+from recall.server import views
+
+if TYPE_CHECKING:
+    from recall.app.service import RecallService
+    from recall.server.metrics import Metrics
+
+#: The longest a waiting check waits, in seconds.
+MAX_WAIT_SECONDS = 300
 
 
 class Notifier:
@@ -116,3 +126,87 @@ async def wait_for_mentions(
     finally:
         if gone is not None:
             gone.cancel()
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    """What a check asks for, as REST's query and MCP's arguments name it."""
+
+    limit: int = 10
+    include_context: bool = False
+    context_limit: int | None = None
+    session: str = "default"
+    chat_id: str | None = None
+    refresh: bool = False
+    mark_read: bool = False
+    wait: bool = False
+    timeout: float = 30
+
+
+async def run_check(
+    service: RecallService,
+    notifier: Notifier,
+    world_id: str,
+    agent_id: str,
+    query: InboxQuery,
+    *,
+    disconnected: Awaitable[None] | None = None,
+    poll_interval: float | None = None,
+    metrics: Metrics | None = None,
+) -> dict[str, Any]:
+    """One inbox check, for REST and MCP: at once, or (`query.wait`) once a message for the agent
+    arrives or the timeout passes. With `poll_interval` a waiting check also looks again every
+    that many seconds, for posts that reach the store without passing `notifier`."""
+
+    def check(only_with_mentions: bool) -> CheckResult:
+        return service.check(
+            world_id,
+            agent_id,
+            limit=query.limit,
+            mark_read=False,  # below, once the answer is built
+            include_context=query.include_context,
+            context_limit=query.context_limit,
+            session=query.session,
+            chat_id=query.chat_id,
+            refresh=query.refresh,
+            context_only_with_mentions=only_with_mentions,
+        )
+
+    if not query.wait:
+        result: CheckResult | None = await to_thread.run_sync(check, False)
+    else:
+        if metrics is not None:
+            metrics.observe_waiting_check()
+        # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
+        with _ticking(notifier, world_id, poll_interval):
+            result = await wait_for_mentions(
+                notifier, world_id, agent_id, lambda: check(True), query.timeout, disconnected
+            )
+    result = result or CheckResult(chat_id=query.chat_id)
+    if metrics is not None:
+        metrics.observe_check(result)
+    # Rendered before the mentions are marked read: a message leaves the unread set only
+    # together with an answer that carries it (at-least-once delivery, spec §6).
+    answer = views.check(result)
+    if query.mark_read and result.new_mentions:
+        await to_thread.run_sync(service.ack, world_id, agent_id, [m.id for m in result.new_mentions])
+    return answer
+
+
+@contextmanager
+def _ticking(notifier: Notifier, world_id: str, interval: float | None) -> Iterator[None]:
+    """Wake the world's waiters every `interval` seconds while the block runs (None: never)."""
+    if interval is None:
+        yield
+        return
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            notifier.notify(world_id)
+
+    task = asyncio.create_task(tick())
+    try:
+        yield
+    finally:
+        task.cancel()

@@ -14,7 +14,7 @@ from recall.demo import build_demo_world
 from recall.search.worker import start_worker_process, stop_worker_process
 from recall.server.app import create_app
 from recall.server.config import ServerConfig
-from recall.server.mcp import mount_mcp
+from recall.server.mcp_http import mount_mcp
 from recall.settings import Settings
 
 

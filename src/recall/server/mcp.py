@@ -1,43 +1,37 @@
 """recall's agent operations as MCP tools: over stdio (`recall mcp`) and streamable HTTP at `/mcp`.
 
-The tools call the same `RecallService` methods as the REST routes, so the two never
-disagree. Over HTTP every call is checked like a REST request (API key, tenant, agent-bound
-key, rate limit); over stdio whoever runs the command owns the store file, so there is no key.
-As with REST, nothing that reads the store or calls a model runs on the event loop: the tools
-are plain functions, which the SDK runs in worker threads, except `messages`, which may wait
-and sends each of its store calls to a worker thread.
+A tool is the gate plus a view: it turns its caller into a `Principal` (`deps.KeyRing`, as REST
+does), asks `app/gate.py` for the agent it acts as and the scope it names, calls the same
+`RecallService` methods as the REST routes and answers with the same shapes (`views.py`), so
+the two never disagree. Over HTTP every call is checked like a REST request (API key, tenant,
+agent-bound key, rate limit; `mcp_http.py` serves it); over stdio whoever runs the command owns
+the store file, so there is no key. As with REST, nothing that reads the store or calls a model
+runs on the event loop: the tools are plain functions, which the SDK runs in worker threads,
+except `messages`, which may wait and sends each of its store calls to a worker thread.
 
 No `from __future__ import annotations` here: the SDK reads the tools' annotations at
 registration, and the argument types are built inside `build_mcp_server` (their descriptions
 name the command's default world and agent), which string annotations could not resolve.
 """
 
-import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from anyio import to_thread
-from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recall import __version__
 from recall.app.gate import Gate, Principal
 from recall.app.service import RecallService
-from recall.core.inbox import CheckResult
-from recall.errors import AuthError, RecallError
-from recall.server.access import KeyRing, RateLimiter
-from recall.server.app import MAX_WAIT_SECONDS, ServerState
-from recall.server.config import ServerConfig, is_loopback
-from recall.server.inbox import Notifier, wait_for_mentions
+from recall.errors import RecallError
+from recall.server import views
+from recall.server.deps import KeyRing
+from recall.server.inbox import MAX_WAIT_SECONDS, InboxQuery, Notifier, run_check
+from recall.server.ratelimit import RateLimiter
 from recall.store.base import WorldRecord
 
 INSTRUCTIONS = (
@@ -67,11 +61,12 @@ def _as_tool_error() -> Iterator[None]:
 
 
 @dataclass
-class _Gate:
+class _ToolCaller:
     """The caller of a tool and the defaults it acts on; what it may do is `app/gate.py`'s."""
 
     service: RecallService
-    keys: KeyRing | None = None
+    #: The HTTP server's keys; none over stdio.
+    keys: KeyRing = field(default_factory=lambda: KeyRing(()))
     limiter: RateLimiter | None = None
     world: str | None = None
     agent: str | None = None
@@ -79,10 +74,7 @@ class _Gate:
     tenant: str | None = None
 
     def _principal(self, ctx: ToolContext) -> Principal:
-        if self.keys is None or not self.keys.enabled:
-            return Principal.local(self.tenant)
-        headers = ctx.headers or {}
-        return self.keys.principal(headers.get("authorization"))
+        return self.keys.principal((ctx.headers or {}).get("authorization"), self.tenant)
 
     def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
         """The (world key, agent id) the call acts on, once the caller may act as that agent."""
@@ -126,7 +118,7 @@ def build_mcp_server(
     with `poll_interval` a waiting check also looks again every that many seconds, for posts
     that reach the store without passing this process's notifier.
     """
-    gate = _Gate(service, keys, limiter, world, agent, tenant)
+    gate = _ToolCaller(service, keys or KeyRing(()), limiter, world, agent, tenant)
     server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     world_help = "World id" + (f" (default {world!r})" if world else "")
@@ -177,35 +169,11 @@ def build_mcp_server(
                 )
                 # A post wakes the waiting checks of the agents it is for (see inbox.py).
                 notifier.notify(world_id, message)
-                return {
-                    "message_id": message.id,
-                    "timestamp": message.created_at.isoformat(),
-                    "mentions": list(message.mentions),
-                    "thread_id": message.metadata.get("thread_id", message.id),
-                    "chat_id": message.chat_id,
-                }
-
-            def check(only_with_mentions: bool) -> CheckResult:
-                return service.check(
-                    world_id,
-                    agent_id,
-                    limit=limit,
-                    mark_read=mark_read,
-                    include_context=include_context,
-                    context_limit=context_limit,
-                    session=session,
-                    chat_id=chat_id,
-                    refresh=refresh,
-                    context_only_with_mentions=only_with_mentions,
-                )
-
-            if not wait:
-                result: CheckResult | None = await to_thread.run_sync(check, False)
-            else:
-                # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
-                with _ticking(notifier, world_id, poll_interval):
-                    result = await wait_for_mentions(notifier, world_id, agent_id, lambda: check(True), timeout)
-            return (result or CheckResult(chat_id=chat_id)).to_dict()
+                return views.sent(message)
+            query = InboxQuery(
+                limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout
+            )
+            return await run_check(service, notifier, world_id, agent_id, query, poll_interval=poll_interval)
 
     @server.tool(name="context")
     def context(
@@ -241,11 +209,7 @@ def build_mcp_server(
                 message_id=message_id,
                 channel=channel,
             )
-            report = built.report.to_dict()
-            if format == "anthropic":
-                out = built.anthropic()
-                return {"system": out["system"], "messages": out["messages"], "report": report}
-            return {"messages": built.openai(), "report": report}
+            return views.context(built, format)
 
     Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
 
@@ -275,7 +239,7 @@ def build_mcp_server(
         """Remove the agent's value under a key; {forgotten: false} when there was none."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            return {"forgotten": service.forget(world_id, agent_id, key)}
+            return views.forgotten(service.forget(world_id, agent_id, key))
 
     Scope = Annotated[
         str,
@@ -315,33 +279,30 @@ def build_mcp_server(
         list returns {facts, sections}; add/update return the fact; export returns JSON that import takes."""
         with _as_tool_error():
             canonical, tenant = gate.scope(ctx, scope, world, agent)
-            memory = service.long_term
+            facts = service.facts
             fields = {
                 k: v
                 for k, v in {"content": content, "category": category, "confidence": confidence, "avoid": avoid}.items()
                 if v is not None
             }
             if action == "list":
-                return {
-                    "facts": [f.to_dict() for f in memory.list_facts(canonical, tenant)],
-                    "sections": memory.sections(canonical, tenant),
-                }
+                return views.facts(facts.list_facts(canonical, tenant), facts.sections(canonical, tenant))
             if action == "add":
-                return memory.add_facts(canonical, [fields], tenant)[0].to_dict()
+                return facts.add_facts(canonical, [fields], tenant)[0].to_dict()
             if action in ("update", "delete") and fact_id is None:
                 raise ToolError(f"fact_id: {action} needs the id of the fact")
             if action == "update":
-                return memory.update_fact(canonical, fact_id or 0, fields, tenant).to_dict()
+                return facts.update_fact(canonical, fact_id or 0, fields, tenant).to_dict()
             if action == "delete":
-                memory.delete_fact(canonical, fact_id or 0, tenant)
-                return {"deleted": True}
+                facts.delete_fact(canonical, fact_id or 0, tenant)
+                return views.deleted()
             if action == "clear":
-                return {"removed": memory.clear_facts(canonical, tenant)}
+                return {"removed": facts.clear_facts(canonical, tenant)}
             if action == "export":
-                return memory.export_facts(canonical, tenant)
+                return facts.export_facts(canonical, tenant)
             if action == "import":
-                return memory.import_facts(canonical, data or {}, replace, tenant)
-            return memory.set_sections(canonical, sections or {}, tenant)
+                return facts.import_facts(canonical, data or {}, replace, tenant)
+            return facts.set_sections(canonical, sections or {}, tenant)
 
     @server.tool(name="memories")
     def memories(
@@ -360,18 +321,18 @@ def build_mcp_server(
         world's shared ones (most important first), or delete one of its own."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            memory = service.long_term
+            memory = service.long_term_memories
             if action == "add":
                 note = memory.add_note(
                     world_id, content or "", type=type, importance=importance, agent=None if shared else agent_id
                 )
                 return note.to_dict()
             if action == "list":
-                return {"memories": [n.to_dict() for n in memory.list_notes(world_id, agent_id, min_importance)]}
+                return views.memories(memory.list_notes(world_id, agent_id, min_importance))
             if memory_id is None:
                 raise ToolError("memory_id: delete needs the id of the memory")
             memory.delete_note(world_id, memory_id, agent=agent_id)
-            return {"deleted": True}
+            return views.deleted()
 
     @server.tool(name="search")
     def search(
@@ -395,7 +356,7 @@ def build_mcp_server(
         facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            results = service.long_term.search(
+            results = service.searcher.search(
                 world_id,
                 query,
                 tenant=service.get_world(world_id).tenant,
@@ -407,80 +368,8 @@ def build_mcp_server(
                 sender=sender,
                 min_importance=min_importance,
             )
-            return {"results": [r.to_dict() for r in results]}
+            return views.search_hits(results)
 
-    return server
-
-
-@contextmanager
-def _ticking(notifier: Notifier, world_id: str, interval: float | None) -> Iterator[None]:
-    """Wake the world's waiters every `interval` seconds while the block runs (None: never)."""
-    if interval is None:
-        yield
-        return
-
-    async def tick() -> None:
-        while True:
-            await asyncio.sleep(interval)
-            notifier.notify(world_id)
-
-    task = asyncio.create_task(tick())
-    try:
-        yield
-    finally:
-        task.cancel()
-
-
-class _RequireKey:
-    """ASGI wrapper: with API keys configured, /mcp answers 401 before any MCP session starts.
-
-    Clients then learn at connect time that their key is missing or wrong (as with REST);
-    each tool still checks the key again for its tenant and agent.
-    """
-
-    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
-        self.app = app
-        self.keys = keys
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.keys.enabled:
-            try:
-                self.keys.principal(Headers(scope=scope).get("authorization"))
-            except AuthError as exc:
-                body = {"error": {"type": "unauthorized", "message": str(exc)}}
-                response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer"})
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def _transport_security(config: ServerConfig) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding protection, matching the app's `RequestGuard`: a keyless server
-    admits only loopback Host names and browser Origins. With API keys (or a keyless server
-    that serves other machines on purpose) any host name is fine: the keys guard /mcp as they
-    guard /v1, and a deployment behind a real host name must be reachable by it."""
-    if config.keys or config.allow_unauthenticated_remote:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    names = {"localhost", "127.0.0.1", "[::1]"}
-    if is_loopback(config.host):  # e.g. 127.0.0.2, the address the server listens on
-        names.add(f"[{config.host}]" if ":" in config.host else config.host)
-    hosts = sorted(h for name in names for h in (name, f"{name}:*"))
-    origins = [f"{scheme}://{host}" for scheme in ("http", "https") for host in hosts]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-def mount_mcp(app: FastAPI) -> MCPServer[Any]:
-    """Serve the MCP tools at exactly `/mcp` of an app made by `create_app`, on its service and keys."""
-    state: ServerState = app.state.recall
-    server = build_mcp_server(state.service, state.notifier, keys=state.keys, limiter=state.limiter)
-    asgi = server.streamable_http_app(streamable_http_path="/mcp", transport_security=_transport_security(state.config))
-    # A route for the one path rather than a mount at "/": a catch-all mount would answer every
-    # unknown path and wrong method of the REST API with its own plain 404.
-    app.router.routes.append(Route("/mcp", endpoint=_RequireKey(asgi, state.keys)))
-    # Starlette does not run a routed sub-app's lifespan; create_app's lifespan runs these.
-    hooks: list[Callable[[], AbstractAsyncContextManager[Any]]] = getattr(app.state, "lifespans", None) or []
-    hooks.append(server.session_manager.run)
-    app.state.lifespans = hooks
     return server
 
 

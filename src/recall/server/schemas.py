@@ -132,12 +132,7 @@ class SectionsIn(Body):
     long_term_background: str | None = Field(default=None, max_length=10_000)
 
 
-class ImportedFact(Body):
-    content: str = Field(min_length=1, max_length=10_000)
-    category: Category = "knowledge"
-    confidence: float = Field(default=1.0, ge=0, le=1)
-    source: str = Field(default="manual", min_length=1, max_length=200)
-    avoid: str | None = Field(default=None, max_length=2_000)
+class ImportedFact(FactIn):
     # Written by export, ignored on import.
     created_at: str | None = Field(default=None, max_length=64)
     updated_at: str | None = Field(default=None, max_length=64)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import FileResponse, RedirectResponse
 
+from recall.server.static import add_asset_route
+
 UI_DIR = Path(__file__).parent / "ui"
-#: The assets that may be served, with their types (a fixed list: no path from a request is
-#: ever joined to the folder).
-ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 #: The shell's security headers: scripts and styles from this server only, no framing.
 SHELL_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
@@ -25,21 +24,20 @@ SHELL_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
+#: The inspector: `/` redirects to `/ui/`, every `/ui/…` page is the shell.
+router = APIRouter(include_in_schema=False)
 
-def add_ui_routes(app: FastAPI) -> None:
-    """Serve the inspector: `/` redirects to `/ui/`, every `/ui/…` page is the shell."""
 
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/ui/")
+@router.get("/")
+async def root() -> RedirectResponse:
+    return RedirectResponse("/ui/")
 
-    @app.get("/ui/assets/{name}", include_in_schema=False)
-    async def asset(name: str) -> FileResponse:
-        media = ASSETS.get(name)
-        if media is None:
-            raise HTTPException(404, "no such asset")
-        return FileResponse(UI_DIR / name, media_type=media, headers={"X-Content-Type-Options": "nosniff"})
 
-    @app.get("/ui/{page:path}", include_in_schema=False)
-    async def shell(page: str) -> FileResponse:
-        return FileResponse(UI_DIR / "index.html", media_type="text/html; charset=utf-8", headers=SHELL_HEADERS)
+add_asset_route(
+    router, "/ui/assets", UI_DIR, {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+)
+
+
+@router.get("/ui/{page:path}")
+async def shell(page: str) -> FileResponse:
+    return FileResponse(UI_DIR / "index.html", media_type="text/html; charset=utf-8", headers=SHELL_HEADERS)

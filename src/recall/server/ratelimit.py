@@ -1,40 +1,13 @@
-"""Who is calling: API keys to a `Principal` (what it may do is `app/gate.py`), rate limits."""
+"""Rate limits: a token bucket per agent, in this process or shared by the replicas (PostgreSQL)."""
 
 from __future__ import annotations
 
-import hmac
 import math
 import threading
 import time
-from typing import Annotated, Protocol
+from typing import Protocol
 
-from fastapi import Depends, Header, Request
-
-from recall.app.gate import Principal
-from recall.errors import AuthenticationError as AuthError
 from recall.errors import RateLimitedError
-from recall.server.config import ApiKey
-
-
-class KeyRing:
-    def __init__(self, keys: tuple[ApiKey, ...]) -> None:
-        self._keys = keys
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._keys)
-
-    def principal(self, authorization: str | None) -> Principal:
-        if not self._keys:
-            return Principal()
-        if not authorization or not authorization.lower().startswith("bearer "):
-            raise AuthError("missing API key: send the header 'Authorization: Bearer <key>'")
-        given = authorization[7:].strip().encode()
-        for key in self._keys:
-            # Constant-time comparison: a key cannot be guessed a character at a time.
-            if hmac.compare_digest(key.key.encode(), given):
-                return Principal(key.tenant, key.agent, open=False, admin=key.admin)
-        raise AuthError("unknown API key")
 
 
 class SharedBuckets(Protocol):
@@ -76,12 +49,3 @@ class RateLimiter:
                 self.rejected += 1
                 raise RateLimitedError(max(1, math.ceil((1.0 - tokens) / rate)))
             self._buckets[key] = (tokens - 1.0, now)
-
-
-def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
-    keys: KeyRing = request.app.state.recall.keys
-    return keys.principal(authorization)
-
-
-#: The caller of a route, from its `Authorization: Bearer` header.
-Caller = Annotated[Principal, Depends(_principal)]

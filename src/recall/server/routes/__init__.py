@@ -1,0 +1,32 @@
+"""The REST API's routers, one per resource, in the order the app includes them (and the
+OpenAPI schema lists them)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from recall.server.routes import (
+    agents,
+    extraction,
+    facts,
+    inbox,
+    memories,
+    messages,
+    notes,
+    ops,
+    search,
+    worlds,
+)
+
+ROUTERS: tuple[APIRouter, ...] = (
+    ops.router,
+    worlds.router,
+    messages.router,
+    inbox.router,
+    agents.router,
+    notes.router,
+    facts.router,
+    memories.router,
+    extraction.router,
+    search.router,
+)

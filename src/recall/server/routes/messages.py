@@ -1,0 +1,71 @@
+"""Posting to a world's chats and reading them back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from recall.app.posting import PostRequest
+from recall.app.service import RecallService
+from recall.core.models import Message
+from recall.core.routing import would_respond
+from recall.server import schemas, views
+from recall.server.deps import Caller, ServerState, WorldOf, state_of
+from recall.server.writer import Posted
+
+router = APIRouter(tags=["messages"])
+
+
+@router.post("/v1/worlds/{world}/messages", status_code=201, summary="Post a message")
+async def post_message(request: Request, world: str, body: schemas.MessageIn, who: Caller) -> JSONResponse:
+    if who.agent is not None:
+        who.require_agent(body.sender)
+    state = state_of(request)
+    post = PostRequest(
+        body.sender,
+        body.content,
+        body.chat_id,
+        body.channel,
+        body.parent_id,
+        body.created_at,
+        body.idempotency_key,
+        body.metadata,
+    )
+    # The world is looked up in the writer's worker thread, with the posts it commits together.
+    stored = await state.writer.post(lambda: state.gate.world(who, world).key, post)
+    return JSONResponse(announce(state, stored), status_code=201)
+
+
+def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
+    """Wake the waiting checks a stored post is for; its answer, with `delivered_to`."""
+    message, world_key, delivered = stored
+    state.notifier.notify(world_key, message)
+    state.metrics.observe_post(len(delivered))
+    return views.posted(message, delivered)
+
+
+@router.get("/v1/worlds/{world}/messages", summary="A chat's messages, oldest first")
+def list_messages(
+    request: Request,
+    record: WorldOf,
+    chat_id: Annotated[str | None, Query(max_length=64)] = None,
+    after: Annotated[int, Query(ge=0, le=2**62, description="cursor: only ids above this")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    all_chats: Annotated[bool, Query(description="every chat of the world, not one")] = False,
+    detail: Annotated[
+        bool, Query(description="add `delivered_to` and `would_respond` (the agents it addresses)")
+    ] = False,
+) -> dict[str, Any]:
+    service = state_of(request).service
+    messages = service.messages(record.key, chat_id, after, limit, all_chats)
+    return {
+        "messages": [_detailed(service, record.key, m) if detail else m.to_dict() for m in messages],
+        "next_after": messages[-1].id if len(messages) == limit else None,
+    }
+
+
+def _detailed(service: RecallService, world_key: str, message: Message) -> dict[str, Any]:
+    delivered = service.recipients(world_key, message)
+    return views.detailed(message, delivered, [agent for agent in delivered if would_respond(agent, message)])
