@@ -85,23 +85,23 @@ WORDS = tuple(_VOCABULARY.split())
 #: Functions whose cumulative time the "hot spots" summaries report: (label, file suffix or "~"
 #: for C functions, function name).
 BUILD_SPOTS: tuple[tuple[str, str, str], ...] = (
-    ("service.build_context (whole build)", "service.py", "build_context"),
+    ("service.contexts.build_context (whole build)", "service.py", "build_context"),
     ("core build_context (incl. lazy memory reads)", "core/context.py", "build_context"),
     ("scan memory (SQL + decode + verdicts)", "core/context.py", "_scan_memory"),
-    ("store.iter_memory (memory pages)", "store/sqlite.py", "iter_memory"),
+    ("store.iter_heard (memory pages)", "store/sqlite.py", "iter_heard"),
     ("store._read (all SQL reads)", "store/sqlite.py", "_read"),
     ("row -> Message decode", "store/rows.py", "message_record"),
     ("json.loads (row decode)", "json/__init__.py", "loads"),
     ("addressing verdicts", "core/routing.py", "context_verdict"),
     ("TokenCounter.message (token counting)", "core/tokens.py", "message"),
-    ("service.get_world (look-ups)", "service.py", "get_world"),
-    ("service.get_agent (look-ups)", "service.py", "get_agent"),
+    ("service.worlds.get_world (look-ups)", "service.py", "get_world"),
+    ("service.worlds.get_agent (look-ups)", "service.py", "get_agent"),
     ("observations block", "service.py", "_observations_block"),
     ("build_system_prompt", "core/prompt.py", "build_system_prompt"),
     ("fit history to budget", "core/context.py", "_fit_history"),
 )
 INGEST_SPOTS: tuple[tuple[str, str, str], ...] = (
-    ("service.post_many (whole batch)", "service.py", "post_many"),
+    ("service.posting.post_many (whole batch)", "service.py", "post_many"),
     ("validate + route each message (Python)", "service.py", "_route"),
     ("store.append_messages (the transaction)", "store/sqlite.py", "append_messages"),
     ("SQLite executemany (message rows, counts, chats)", "~", "Connection.executemany [C]"),

@@ -180,7 +180,7 @@ def test_post_returns_the_stored_message(world: World) -> None:
 
 def test_post_to_unknown_world_says_how_to_create_it(mem: Recall, db_path: str) -> None:
     with pytest.raises(UnknownWorldError) as info:
-        mem.service.post("nowhere", PostRequest("human", "hello?"))
+        mem.service.posting.post("nowhere", PostRequest("human", "hello?"))
     assert "nowhere" in str(info.value)
     assert "create=True" in str(info.value)
     assert table_counts(db_path)["messages"] == 0
@@ -230,7 +230,7 @@ def test_invalid_posts_are_rejected_and_change_nothing(tmp_path: Path, kwargs: d
         assert info.value.field == field
         assert table_counts(db_path) == before
         assert w.messages() == [first]
-        assert mem.service.turn_count("w", "agent-a") == 1
+        assert mem.service.agent_state.turn_count("w", "agent-a") == 1
 
 
 def test_content_at_the_limit_is_accepted(tmp_path: Path) -> None:
@@ -397,9 +397,9 @@ def test_context_for_unknown_agent(world: World) -> None:
         world.agent("ghost")
     assert "ghost" in str(info.value)
     with pytest.raises(UnknownParticipantError):
-        world.service.build_context("w", "ghost")
+        world.service.contexts.build_context("w", "ghost")
     with pytest.raises(UnknownParticipantError):
-        world.service.build_context("w", "maria")
+        world.service.contexts.build_context("w", "maria")
 
 
 @pytest.mark.parametrize(
@@ -604,7 +604,7 @@ def test_turn_limit_through_the_api(mem: Recall) -> None:
 
     # A human message gives the turns back.
     from_maria = w.post("maria", "@agent-a go on")
-    assert mem.service.turn_count("t", "agent-a") == 0
+    assert mem.service.agent_state.turn_count("t", "agent-a") == 0
     resumed = a.decide(from_maria)
     assert (resumed.respond, resumed.notice) == (True, None)
 
@@ -618,7 +618,7 @@ def test_decide_on_a_human_message_resets_the_counter(mem: Recall) -> None:
     a.record_llm_call()
     decision = a.decide(question.id)
     assert (decision.respond, decision.turn_count) == (True, 0)
-    assert mem.service.turn_count("t", "agent-a") == 0
+    assert mem.service.agent_state.turn_count("t", "agent-a") == 0
 
 
 def test_decide_follows_the_response_rule(world: World) -> None:
@@ -645,7 +645,11 @@ def test_inbox_and_ack_through_the_api(world: World) -> None:
     assert a.ack([m1]) == 0
     assert a.inbox() == [m3]
     assert a.inbox(unread_only=False) == [m1, m2, m3]
-    assert [read for _, read in world.service.inbox("w", "agent-a", unread_only=False)] == [True, True, False]
+    assert [read for _, read in world.service.deliveries.inbox("w", "agent-a", unread_only=False)] == [
+        True,
+        True,
+        False,
+    ]
 
     assert b.inbox(mark_read=True, limit=1) == [m1]
     assert b.inbox() == [m3]
@@ -669,13 +673,13 @@ def test_service_uses_the_stored_world_id(world: World, op: str) -> None:
     service = world.service
     world.post("maria", "hello")
     if op == "inbox":
-        assert len(service.inbox("W", "agent-a")) == 1
+        assert len(service.deliveries.inbox("W", "agent-a")) == 1
     elif op == "record_llm_call":
-        service.record_llm_call("W", "agent-a")
-        assert service.turn_count("w", "agent-a") == 1
+        service.agent_state.record_llm_call("W", "agent-a")
+        assert service.agent_state.turn_count("w", "agent-a") == 1
     else:
-        service.observe("W", "agent-a", {"time": 1, "position": [0, 0]})
-        assert service.build_context("w", "agent-a").report.sections["observations"] > 0
+        service.agent_state.observe("W", "agent-a", {"time": 1, "position": [0, 0]})
+        assert service.contexts.build_context("w", "agent-a").report.sections["observations"] > 0
 
 
 # -- settings -----------------------------------------------------------------------------
@@ -730,7 +734,7 @@ def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: str
         world.post("maria", "before")  # fills first's caches
         second.world("w").add_agent("late")
         message = world.post("maria", "after")
-        assert first.service.recipients(world.key, message) == ("agent-a", "late")
+        assert first.service.worlds.recipients(world.key, message) == ("agent-a", "late")
         assert [m.content for m in second.world("w").agent("late").inbox()] == ["after"]
 
 

@@ -38,10 +38,10 @@ REFUSED: list[tuple[str, Write]] = [
     ("goals[0]", lambda m, w: w.add_agent("agent-c", goals=["g\x00"])),
     ("guidelines", lambda m, w: w.add_agent("agent-c", guidelines=["g"] * (limits.MAX_PROFILE_ITEMS + 1))),
     ("name", lambda m, w: m.create_world("other", name="n\x00")),
-    ("key", lambda m, w: m.service.remember("w", "agent-a", "k\x00", 1)),
-    ("value[1]", lambda m, w: m.service.remember("w", "agent-a", "k", [1, math.nan])),
-    ("value.v", lambda m, w: m.service.remember("w", "agent-a", "k", {"v": "\x00"})),
-    ("session", lambda m, w: m.service.check("w", "agent-a", session="s\x00")),
+    ("key", lambda m, w: m.service.agent_state.remember("w", "agent-a", "k\x00", 1)),
+    ("value[1]", lambda m, w: m.service.agent_state.remember("w", "agent-a", "k", [1, math.nan])),
+    ("value.v", lambda m, w: m.service.agent_state.remember("w", "agent-a", "k", {"v": "\x00"})),
+    ("session", lambda m, w: m.service.deliveries.check("w", "agent-a", session="s\x00")),
     ("time", lambda m, w: w.agent("agent-a").observe({"time": math.nan})),
     ("position[1]", lambda m, w: w.agent("agent-a").observe({"time": 1, "position": [0, math.inf]})),
     ("note", lambda m, w: w.agent("agent-a").observe({"time": 1, "note": "n" * (limits.MAX_OBSERVATION_TEXT + 1)})),
@@ -68,7 +68,7 @@ def test_bad_values_are_refused_naming_the_field_and_nothing_is_stored(db_path: 
         assert [w.id for w in mem.worlds()] == ["w"]
         assert sorted(p.id for p in world.participants()) == ["agent-a", "maria"]
         assert world.messages() == []
-        assert mem.service.memories("w", "agent-a") == []
+        assert mem.service.agent_state.notes("w", "agent-a") == []
         assert mem.service.store.recent_observations("w", "agent-a", "observation", 10) == []
         assert mem.service.store.recent_observations("w", "agent-a", "action", 10) == []
         assert world.memories() == []

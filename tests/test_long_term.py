@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recall import Recall
-from recall.errors import InvalidInputError, UnknownFactError, UnknownNoteError, UnknownWorldError
+from recall.errors import InvalidInputError, UnknownFactError, UnknownMemoryError, UnknownWorldError
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_world_and_agent_scopes_must_exist(mem: Recall) -> None:
 
 
 def test_other_tenants_worlds_are_unknown(mem: Recall) -> None:
-    mem.service.create_world("private", tenant="acme")
+    mem.service.worlds.create_world("private", tenant="acme")
     with pytest.raises(UnknownWorldError):
         mem.service.facts.scope("world:private", tenant="")
     assert mem.service.facts.scope("world:private", tenant="acme") == "world:private"
@@ -176,7 +176,7 @@ def test_long_term_memories_shared_and_private(mem: Recall) -> None:
     assert "Flour delivery comes on Mondays" in text
     assert "Oven 2" not in text and "Trivia" not in text
 
-    with pytest.raises(UnknownNoteError):
+    with pytest.raises(UnknownMemoryError):
         world.delete_memory(12345)
     world.delete_memory(shared)
     assert [n.content for n in world.memories()] == ["Trivia nobody needs"]

@@ -18,7 +18,7 @@ HANDLES = (Recall, World, Agent, Scope)
 
 
 def recall_classes(hint: object) -> Iterator[type]:
-    """The classes of recall's own inside a type hint (`list[Fact]`, `Note | None`, ...)."""
+    """The classes of recall's own inside a type hint (`list[Fact]`, `Memory | None`, ...)."""
     if isinstance(hint, type) and hint.__module__.startswith("recall"):
         yield hint
     for argument in typing.get_args(hint):
@@ -82,8 +82,8 @@ def test_every_public_method_returns_and_takes_exported_types() -> None:
 
 
 def test_the_named_records_are_exported() -> None:
-    for name in ("Scope", "Fact", "Note", "SearchResult", "SearchHit", "ParticipantRecord", "WorldRecord",
-                 "MemoryItem", "Decision", "CheckResult", "Context", "ContextReport", "Message"):  # fmt: skip
+    for name in ("Scope", "Fact", "Memory", "SearchResult", "SearchHit", "ParticipantRecord", "WorldRecord",
+                 "Note", "Decision", "CheckResult", "Context", "ContextReport", "Message"):  # fmt: skip
         assert name in recall.__all__
 
 

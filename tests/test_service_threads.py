@@ -40,7 +40,7 @@ def test_a_roster_read_during_an_added_agent_is_not_cached_stale(mem: Recall) ->
         return people
 
     store.list_participants = slow_list  # type: ignore[method-assign]
-    reader = threading.Thread(target=lambda: service.roster("w"), name="reader")
+    reader = threading.Thread(target=lambda: service.worlds.roster("w"), name="reader")
     reader.start()
     assert read_done.wait(10)
     world.add_agent("bot")
@@ -48,5 +48,5 @@ def test_a_roster_read_during_an_added_agent_is_not_cached_stale(mem: Recall) ->
     reader.join(10)
     assert not reader.is_alive()
 
-    assert service.get_agent("w", "bot").id == "bot"
-    assert "bot" in service.roster("w").agents
+    assert service.worlds.get_agent("w", "bot").id == "bot"
+    assert "bot" in service.worlds.roster("w").agents

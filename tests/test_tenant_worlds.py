@@ -19,7 +19,7 @@ from recall.errors import AmbiguousWorldError
 def mem(store_location: str) -> Iterator[Recall]:
     """A store holding world `solo` of tenant acme (what `POST /v1/worlds` with acme's key makes)."""
     with Recall(store_location, Settings(index_interval=0)) as recall:
-        recall.service.create_world("solo", tenant="acme")
+        recall.service.worlds.create_world("solo", tenant="acme")
         yield recall
 
 

@@ -30,7 +30,7 @@ from recall.core.routing import Decision
 from recall.errors import UnknownWorldError
 from recall.settings import Settings
 from recall.store import open_store
-from recall.store.base import Note, ParticipantRecord, Store, WorldRecord
+from recall.store.base import Memory, ParticipantRecord, Store, WorldRecord
 
 DEFAULT_DB = "recall.db"
 
@@ -65,14 +65,14 @@ class Recall:
         except UnknownWorldError:
             if not create:
                 raise
-            record = self.service.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant or "")
+            record = self.service.worlds.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant or "")
         return World(self.service, record)
 
     def create_world(
         self, world_id: str, *, name: str | None = None, turn_limit: int | None = None, tenant: str = ""
     ) -> World:
         """Create a new world of `tenant`; a ConflictError if the tenant has one of that id."""
-        record = self.service.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant)
+        record = self.service.worlds.create_world(world_id, name=name, turn_limit=turn_limit, tenant=tenant)
         return World(self.service, record)
 
     def worlds(self, tenant: str | None = None) -> list[World]:
@@ -134,23 +134,23 @@ class World:
 
     @property
     def name(self) -> str:
-        return self.service.get_world(self.key).name
+        return self.service.worlds.get_world(self.key).name
 
     def add_agent(self, agent_id: str, system_prompt: str = "", **settings: Any) -> Agent:
         """Register an agent. Settings: identity, personality, knowledge, goals, constraints,
         guidelines, channel, history_limit, max_tokens, context_filter ('addressed'|'all'), model."""
-        profile = self.service.add_agent(self.key, agent_id, system_prompt=system_prompt, **settings)
+        profile = self.service.worlds.add_agent(self.key, agent_id, system_prompt=system_prompt, **settings)
         return Agent(self, profile.id)
 
     def add_human(self, human_id: str) -> ParticipantRecord:
-        return self.service.add_human(self.key, human_id)
+        return self.service.worlds.add_human(self.key, human_id)
 
     def agent(self, agent_id: str) -> Agent:
-        profile = self.service.get_agent(self.key, agent_id)
+        profile = self.service.worlds.get_agent(self.key, agent_id)
         return Agent(self, profile.id)
 
     def participants(self) -> list[ParticipantRecord]:
-        return self.service.participants(self.key)
+        return self.service.worlds.participants(self.key)
 
     def post(
         self,
@@ -166,22 +166,22 @@ class World:
     ) -> Message:
         """Store a message once and deliver it to every other agent of the world."""
         request = PostRequest(sender, content, chat, channel, parent, at, idempotency_key, metadata)
-        return self.service.post(self.key, request)
+        return self.service.posting.post(self.key, request)
 
     def post_many(self, requests: Sequence[PostRequest]) -> list[Message]:
         """Post several messages in one transaction: all or none."""
-        return self.service.post_many(self.key, requests)
+        return self.service.posting.post_many(self.key, requests)
 
     def import_messages(
         self, requests: Sequence[PostRequest], batch_size: int = 1000, progress: Callable[[int], None] | None = None
     ) -> list[Message]:
         """Post many messages, validating all first; stored in transactions of `batch_size`."""
-        return self.service.import_messages(self.key, requests, batch_size, progress)
+        return self.service.posting.import_messages(self.key, requests, batch_size, progress)
 
     def messages(
         self, chat: str | None = None, *, after: int = 0, limit: int = 100, all_chats: bool = False
     ) -> list[Message]:
-        return self.service.messages(self.key, chat, after, limit, all_chats)
+        return self.service.posting.messages(self.key, chat, after, limit, all_chats)
 
     def chats(self) -> list[tuple[str | None, int]]:
         return self.service.posting.list_chats(self.key)
@@ -193,17 +193,17 @@ class World:
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
-    ) -> Note:
+    ) -> Memory:
         """A long-term memory shared by every agent of the world (importance 1-10)."""
-        return self.service.long_term_memories.add_note(
+        return self.service.memories.add_memory(
             self.key, content, type=type, importance=importance, chat_id=chat, metadata=metadata
         )
 
-    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
-        return self.service.long_term_memories.list_notes(self.key, None, min_importance, limit)
+    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Memory]:
+        return self.service.memories.list_memories(self.key, None, min_importance, limit)
 
-    def delete_memory(self, memory: int | Note) -> None:
-        self.service.long_term_memories.delete_note(self.key, memory.id if isinstance(memory, Note) else memory)
+    def delete_memory(self, memory: int | Memory) -> None:
+        self.service.memories.delete_memory(self.key, memory.id if isinstance(memory, Memory) else memory)
 
     def search(
         self,
@@ -252,7 +252,7 @@ class Agent:
 
     @property
     def profile(self) -> AgentProfile:
-        return self.service.get_agent(self._world, self.id)
+        return self.service.worlds.get_agent(self._world, self.id)
 
     def system_prompt(self, channel: str | None = None) -> str:
         return build_system_prompt(self.profile, channel)
@@ -271,7 +271,7 @@ class Agent:
     ) -> Context:
         """What this agent's next model call receives in `chat` (`.openai()`, `.anthropic()`, `.report`)."""
         message_id = message.id if isinstance(message, Message) else message
-        return self.service.build_context(
+        return self.service.contexts.build_context(
             self._world,
             self.id,
             chat,
@@ -286,24 +286,26 @@ class Agent:
 
     def inbox(self, *, unread_only: bool = True, limit: int = 100, mark_read: bool = False) -> list[Message]:
         """Messages delivered to this agent, oldest first (FIFO)."""
-        return [m for m, _ in self.service.inbox(self._world, self.id, unread_only, limit, mark_read)]
+        return [m for m, _ in self.service.deliveries.inbox(self._world, self.id, unread_only, limit, mark_read)]
 
     def ack(self, message_ids: Iterable[int | Message]) -> int:
         ids = [m.id if isinstance(m, Message) else m for m in message_ids]
-        return self.service.ack(self._world, self.id, ids)
+        return self.service.deliveries.ack(self._world, self.id, ids)
 
     def decide(self, message: int | Message) -> Decision:
         """Would this agent answer the message now (turn limit included)?"""
-        return self.service.decide(self._world, self.id, message.id if isinstance(message, Message) else message)
+        return self.service.agent_state.decide(
+            self._world, self.id, message.id if isinstance(message, Message) else message
+        )
 
     def record_llm_call(self) -> int:
-        return self.service.record_llm_call(self._world, self.id)
+        return self.service.agent_state.record_llm_call(self._world, self.id)
 
     def observe(self, observation: obs.Observation | Mapping[str, Any]) -> int:
-        return self.service.observe(self._world, self.id, observation)
+        return self.service.agent_state.observe(self._world, self.id, observation)
 
     def act(self, action: obs.Action | Mapping[str, Any]) -> int:
-        return self.service.act(self._world, self.id, action)
+        return self.service.agent_state.act(self._world, self.id, action)
 
     @property
     def facts(self) -> Scope:
@@ -313,15 +315,15 @@ class Agent:
 
     def add_memory(
         self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
-    ) -> Note:
+    ) -> Memory:
         """A long-term memory private to this agent (importance 1-10)."""
-        return self.service.long_term_memories.add_note(
+        return self.service.memories.add_memory(
             self._world, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
         )
 
-    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Note]:
+    def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Memory]:
         """The world's shared memories and this agent's own, most important first."""
-        return self.service.long_term_memories.list_notes(self._world, self.id, min_importance, limit)
+        return self.service.memories.list_memories(self._world, self.id, min_importance, limit)
 
     def extract(self, chat: str | None = None, *, scope: str | None = None) -> dict[str, Any]:
         """After a run: queue fact extraction from this agent's conversation in `chat` into

@@ -95,7 +95,7 @@ class UnknownFactError(NotFoundError):
         super().__init__(f"unknown fact {fact_id!r} in scope {scope!r}: list the scope's facts to see their ids")
 
 
-class UnknownNoteError(NotFoundError):
+class UnknownMemoryError(NotFoundError):
     def __init__(self, world_id: str, note_id: object) -> None:
         super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")
 
@@ -155,6 +155,7 @@ class BackendError(RecallError):
 
 #: Deprecated names, kept for code written against them.
 AuthError = AuthenticationError
+UnknownNoteError = UnknownMemoryError
 ForbiddenError = PermissionDeniedError
 
 #: Why text with a NUL character is refused: PostgreSQL cannot store it, and the same input

@@ -17,7 +17,7 @@ from recall.core.inbox import CheckResult
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 from recall.core.observations import Action, Observation
 from recall.core.routing import Decision
-from recall.store.base import MemoryItem, Note, ParticipantRecord, WorldRecord
+from recall.store.base import Memory, Note, ParticipantRecord, WorldRecord
 
 if TYPE_CHECKING:
     from recall.search.base import SearchHit
@@ -33,9 +33,9 @@ __all__ = [
     "ContextReport",
     "Decision",
     "Fact",
-    "MemoryItem",
-    "Message",
     "Note",
+    "Message",
+    "Memory",
     "Observation",
     "ParticipantRecord",
     "PostRequest",

@@ -132,15 +132,15 @@ def test_another_agents_facts_are_private(gate: Gate) -> None:
 
 def test_an_agent_deletes_only_its_own_memories(service: RecallService, gate: Gate) -> None:
     world = gate.world(ACME, "w")
-    memories = service.long_term_memories
-    shared = memories.add_note(world.key, "The office opens at nine")
-    own = memories.add_note(world.key, "I promised maria a callback", agent="bot")
+    memories = service.memories
+    shared = memories.add_memory(world.key, "The office opens at nine")
+    own = memories.add_memory(world.key, "I promised maria a callback", agent="bot")
     require_may_delete_memory(world, shared, "")
     require_may_delete_memory(world, own, "bot")
     with pytest.raises(PermissionDeniedError):
         require_may_delete_memory(world, shared, "bot")
     with pytest.raises(PermissionDeniedError):
-        memories.delete_note(world.key, shared.id, agent="bot")
-    memories.delete_note(world.key, own.id, agent="bot")
-    memories.delete_note(world.key, shared.id)
-    assert memories.list_notes(world.key, "bot") == []
+        memories.delete_memory(world.key, shared.id, agent="bot")
+    memories.delete_memory(world.key, own.id, agent="bot")
+    memories.delete_memory(world.key, shared.id)
+    assert memories.list_memories(world.key, "bot") == []

@@ -81,7 +81,7 @@ def test_tool_calls_run_and_stay_in_the_history(world: World, model_server: Mode
     assert stored[1].content == "" and stored[1].metadata["tool_calls"] == calls
     assert stored[2].metadata["tool_result_for"] == "helper"
     assert helper.stats.tool_calls == 2 and helper.stats.model_calls == 2
-    assert world.agent("helper").service.turn_count("w", "helper") == 2  # each model call counts
+    assert world.agent("helper").service.agent_state.turn_count("w", "helper") == 2  # each model call counts
 
     # The next context shows the whole round trip in the agent's history.
     world.post("maria", "@helper and tomorrow?")

@@ -233,7 +233,7 @@ def test_other_tenants_and_spaces_never_appear(setup: Setup, method: str) -> Non
     other = setup.mem.world("w2", create=True)
     other.add_human("maria")
     other.post("maria", "My laptop screen cracked yesterday, in another world.")
-    setup.mem.service.create_world("w3", tenant="acme")
+    setup.mem.service.worlds.create_world("w3", tenant="acme")
     setup.mem.world("w3").add_human("eve")
     setup.mem.world("w3").post("eve", "Eve's laptop screen cracked too.")
     setup.index.catch_up()

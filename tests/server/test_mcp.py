@@ -203,7 +203,7 @@ def open_server(tmp_path: Path) -> Iterator[Served]:
     for served in serve(tmp_path, ServerConfig(rate_limit=0)):
         # Through the server's own service: a second Recall on its store would start an indexer
         # nobody closes, which outlives the store.
-        add_people(World(served.state.service, served.state.service.create_world("w")))
+        add_people(World(served.state.service, served.state.service.worlds.create_world("w")))
         yield served
 
 

@@ -68,7 +68,7 @@ def test_nan_in_tool_arguments_is_refused_over_http(open_server: Served) -> None
         answer = http.post("/mcp", content=call.encode(), headers=headers)
         assert answer.status_code == 422, answer.text
         assert answer.json()["error"]["field"] == "params.arguments.value"
-    assert open_server.state.service.memories("w", "agent-a") == []
+    assert open_server.state.service.agent_state.notes("w", "agent-a") == []
 
 
 def test_nan_in_tool_arguments_is_refused_over_stdio(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_nan_in_tool_arguments_is_refused_over_stdio(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     with Recall(db, Settings()) as mem:
-        assert mem.service.memories("w", "agent-a") == []
+        assert mem.service.agent_state.notes("w", "agent-a") == []
 
 
 @pytest.mark.anyio
@@ -124,7 +124,7 @@ async def test_tools_refuse_nul_arguments_in_process(tmp_path: Path) -> None:
             assert session.is_error and "session: must not contain NUL" in text(session)
             key = await client.call_tool("messages", {"action": "send", "content": "hi", "idempotency_key": "\x00"})
             assert key.is_error and "idempotency_key: must not contain NUL" in text(key)
-        assert mem.service.memories("w", "agent-a") == []
+        assert mem.service.agent_state.notes("w", "agent-a") == []
         assert mem.world("w").messages() == []
 
 

@@ -247,12 +247,12 @@ class Served:
 
     def prepare(self, op: Op, agent: str) -> Call:
         """Seed what a call needs: a note under `k` to recall, a memory to delete."""
-        world = self.service.resolve_world("w", "acme").key
-        memory = self.service.long_term_memories
+        world = self.service.worlds.resolve_world("w", "acme").key
+        memory = self.service.memories
         if op.memory is None:
             return Call(agent)
         owner = agent if op.memory == "own" else None
-        return Call(agent, memory.add_note(world, f"{op.memory} memory", agent=owner).id)
+        return Call(agent, memory.add_memory(world, f"{op.memory} memory", agent=owner).id)
 
 
 @pytest.fixture

@@ -63,7 +63,7 @@ def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) ->
         two.world("w").add_agent("late")  # another replica registers an agent
         assert one.service.store.change_version() > version
         second = world.post("maria", "@late hello")
-        assert one.service.recipients(world.key, second) == ("a", "late")
+        assert one.service.worlds.recipients(world.key, second) == ("a", "late")
         assert [m.content for m in two.world("w").agent("late").inbox()] == ["@late hello"]
         third = two.world("w").post("maria", "from replica two")
         assert first.id < second.id < third.id  # one order of ids across replicas
@@ -170,7 +170,7 @@ def test_migrate_copies_a_sqlite_store_losslessly(tmp_path: Path, postgres_url: 
         agent.ack([1, 3])
         agent.record_llm_call()
         agent.observe({"time": 1, "position": [0, 0]})
-        mem.service.remember(world.id, "billing", "ticket", {"id": 42}, ttl=3600)
+        mem.service.agent_state.remember(world.id, "billing", "ticket", {"id": 42}, ttl=3600)
         world.post("maria", "@tech in another chat", chat="t-9", idempotency_key="k1")
         mem.scope("user:maria").set_sections(work_context="Customer since 2021.")
         mem.refresh_index()
@@ -188,7 +188,7 @@ def test_migrate_copies_a_sqlite_store_losslessly(tmp_path: Path, postgres_url: 
         assert world.agent("billing").context().to_dict() == before["billing"]
         assert world.agent("tech").context(chat="t-9").to_dict() == before["tech"]
         assert [m.id for m in world.agent("billing").inbox()] == before["inbox"]
-        assert mem.service.recall_memory("support", "billing", "ticket").value == {"id": 42}
+        assert mem.service.agent_state.recall_note("support", "billing", "ticket").value == {"id": 42}
         assert mem.scope("user:maria").sections == {"work_context": "Customer since 2021."}
         # New rows continue after the copied ids; a repeated idempotency key is still known.
         again = world.post("maria", "@tech in another chat", chat="t-9", idempotency_key="k1")

@@ -260,7 +260,7 @@ def test_data_survives_close_and_reopen(store: SQLiteStore, path: Path) -> None:
         ]
         assert reopened.turn_count("w", "agent-a") == 3
         assert reopened.recent_observations("w", "agent-a", "observation", 5) == [{"time": 1.0}]
-        assert reopened.memory_counts("w", "agent-a") == {"c1": 2}
+        assert reopened.heard_counts("w", "agent-a") == {"c1": 2}
     finally:
         reopened.close()
 
@@ -346,10 +346,10 @@ def non_utc_timezone() -> Iterator[None]:
 )
 def test_caller_supplied_timestamps_are_kept(service: RecallService, path: Path, given: object) -> None:
     expected = datetime(2025, 5, 8, 13, 56, 0, 123456, tzinfo=UTC)
-    posted = service.post("w", PostRequest("maria", "imported", created_at=given))  # type: ignore[arg-type]
+    posted = service.posting.post("w", PostRequest("maria", "imported", created_at=given))  # type: ignore[arg-type]
     assert posted.created_at == expected
     assert posted.created_at.utcoffset() == timedelta(0)
-    stored = service.get_message("w", posted.id)
+    stored = service.posting.get_message("w", posted.id)
     assert stored.created_at == expected
     assert stored.created_at.tzinfo is not None
     assert rows(path, "SELECT created_at FROM messages WHERE id = ?", (posted.id,))[0][0] == pytest.approx(
@@ -359,13 +359,13 @@ def test_caller_supplied_timestamps_are_kept(service: RecallService, path: Path,
 
 def test_bad_timestamp_text_is_rejected(service: RecallService, path: Path) -> None:
     with pytest.raises(InvalidInputError) as info:
-        service.post("w", PostRequest("maria", "imported", created_at="yesterday"))
+        service.posting.post("w", PostRequest("maria", "imported", created_at="yesterday"))
     assert info.value.field == "created_at"
     assert count(path, "messages") == 0
 
 
 def test_message_is_stored_once_and_delivered_to_every_agent_but_its_author(service: RecallService, path: Path) -> None:
-    m = service.post("w", PostRequest("agent-a", "@agent-b over to you"))
+    m = service.posting.post("w", PostRequest("agent-a", "@agent-b over to you"))
     assert count(path, "messages") == 1
     assert rows(
         path, f"SELECT agent_id, own, read_at FROM {DELIVERIES} WHERE message_id = ? ORDER BY agent_id", (m.id,)
@@ -375,11 +375,11 @@ def test_message_is_stored_once_and_delivered_to_every_agent_but_its_author(serv
         ("agent-c", 0, None),
     ]
     # The author remembers it but does not get it in its inbox.
-    assert service.inbox("w", "agent-a") == []
-    assert [x.id for x, _ in service.inbox("w", "agent-b")] == [m.id]
-    assert [x.id for x in service.store.iter_memory("w", "agent-a", None)] == [m.id]
+    assert service.deliveries.inbox("w", "agent-a") == []
+    assert [x.id for x, _ in service.deliveries.inbox("w", "agent-b")] == [m.id]
+    assert [x.id for x in service.store.iter_heard("w", "agent-a", None)] == [m.id]
 
-    h = service.post("w", PostRequest("maria", "hello all"))
+    h = service.posting.post("w", PostRequest("maria", "hello all"))
     assert rows(path, f"SELECT agent_id, own FROM {DELIVERIES} WHERE message_id = ? ORDER BY agent_id", (h.id,)) == [
         ("agent-a", 0),
         ("agent-b", 0),
@@ -423,21 +423,21 @@ def test_mark_read_ignores_own_and_unknown_messages(store: SQLiteStore) -> None:
 
 
 def test_idempotency_key_stores_one_message(service: RecallService, path: Path) -> None:
-    first = service.post("w", PostRequest("maria", "hello", idempotency_key="k-1"))
-    again = service.post("w", PostRequest("maria", "hello (retry)", idempotency_key="k-1"))
+    first = service.posting.post("w", PostRequest("maria", "hello", idempotency_key="k-1"))
+    again = service.posting.post("w", PostRequest("maria", "hello (retry)", idempotency_key="k-1"))
     assert again.id == first.id
     assert again.content == "hello"
     assert again == first
     assert count(path, "messages") == 1
     assert count(path, "deliveries") == 3
-    assert service.store.memory_counts("w", "agent-a") == {None: 1}
-    other = service.post("w", PostRequest("maria", "hello", idempotency_key="k-2"))
+    assert service.store.heard_counts("w", "agent-a") == {None: 1}
+    other = service.posting.post("w", PostRequest("maria", "hello", idempotency_key="k-2"))
     assert other.id > first.id
     assert count(path, "messages") == 2
 
 
 def test_idempotency_key_repeated_inside_one_batch(service: RecallService, path: Path) -> None:
-    out = service.post_many(
+    out = service.posting.post_many(
         "w", [PostRequest("maria", "a", idempotency_key="k"), PostRequest("maria", "b", idempotency_key="k")]
     )
     assert out[0].id == out[1].id
@@ -451,7 +451,7 @@ def _table_counts(path: Path) -> dict[str, int]:
 
 
 def test_post_many_with_one_invalid_message_stores_nothing(service: RecallService, path: Path) -> None:
-    service.post("w", PostRequest("maria", "before"))
+    service.posting.post("w", PostRequest("maria", "before"))
     before = _table_counts(path)
     batch = [
         PostRequest("maria", "ok 1", chat_id="c1"),
@@ -459,7 +459,7 @@ def test_post_many_with_one_invalid_message_stores_nothing(service: RecallServic
         PostRequest("maria", "ok 2", chat_id="c1"),
     ]
     with pytest.raises(InvalidInputError) as info:
-        service.post_many("w", batch)
+        service.posting.post_many("w", batch)
     assert info.value.field == "sender"
     assert _table_counts(path) == before
 
@@ -476,7 +476,7 @@ def test_append_messages_is_atomic_when_the_database_rejects_one(store: SQLiteSt
     assert _table_counts(path) == before
     assert rows(path, "SELECT content FROM messages ORDER BY id") == [("before",)]
     assert store.list_chats("w") == [(None, 1)]
-    assert store.memory_counts("w", "agent-a") == {None: 1}
+    assert store.heard_counts("w", "agent-a") == {None: 1}
     # The store is still usable: no transaction was left open.
     after = store.append_messages("w", [human("after")])[0]
     assert store.get_message("w", after.id) is not None
@@ -503,31 +503,31 @@ def test_iter_memory_is_newest_first_across_pages_and_only_that_chat(store: SQLi
     main_ids = [m.id for m in stored if m.chat_id is None]
     side_ids = [m.id for m in stored if m.chat_id == "side"]
 
-    memory = list(store.iter_memory("w", "agent-a", None))
+    memory = list(store.iter_heard("w", "agent-a", None))
     assert len(memory) == n
     assert [m.id for m in memory] == sorted(main_ids, reverse=True)
     assert {m.chat_id for m in memory} == {None}
-    assert [m.id for m in store.iter_memory("w", "agent-a", "side")] == sorted(side_ids, reverse=True)
+    assert [m.id for m in store.iter_heard("w", "agent-a", "side")] == sorted(side_ids, reverse=True)
     # `before` starts the scan below a message id.
     cut = main_ids[100]
-    assert [m.id for m in store.iter_memory("w", "agent-a", None, before=cut)] == sorted(main_ids[:100], reverse=True)
-    assert list(store.iter_memory("w", "agent-a", "nowhere")) == []
+    assert [m.id for m in store.iter_heard("w", "agent-a", None, before=cut)] == sorted(main_ids[:100], reverse=True)
+    assert list(store.iter_heard("w", "agent-a", "nowhere")) == []
 
 
 def test_iter_memory_holds_own_messages_and_deliveries_only(store: SQLiteStore) -> None:
     a = store.append_messages("w", [by_agent("agent-a", "from a")])[0]
     h = store.append_messages("w", [human("to a and c only", recipients=("agent-a", "agent-c"))])[0]
-    assert [m.id for m in store.iter_memory("w", "agent-a", None)] == [h.id, a.id]
-    assert [m.id for m in store.iter_memory("w", "agent-b", None)] == [a.id]
+    assert [m.id for m in store.iter_heard("w", "agent-a", None)] == [h.id, a.id]
+    assert [m.id for m in store.iter_heard("w", "agent-b", None)] == [a.id]
 
 
 def test_agent_added_later_remembers_only_what_came_after(store: SQLiteStore) -> None:
     early = store.append_messages("w", [human(f"early {i}") for i in range(MEMORY_PAGE + 3)])
     store.add_participant(ParticipantRecord("w", "agent-d", "agent", T0))
     late = store.append_messages("w", [human("late", recipients=(*AGENTS, "agent-d"))])
-    assert [m.id for m in store.iter_memory("w", "agent-d", None)] == [late[0].id]
-    assert [m.id for m in store.iter_memory("w", "agent-a", None)][-1] == early[0].id
-    assert store.memory_counts("w", "agent-d") == {None: 1}
+    assert [m.id for m in store.iter_heard("w", "agent-d", None)] == [late[0].id]
+    assert [m.id for m in store.iter_heard("w", "agent-a", None)][-1] == early[0].id
+    assert store.heard_counts("w", "agent-d") == {None: 1}
 
 
 def test_delivery_to_a_non_agent_stores_nothing(store: SQLiteStore, path: Path) -> None:
@@ -542,16 +542,16 @@ def test_memory_counts_per_chat_are_exact(store: SQLiteStore, path: Path) -> Non
         [human("1"), human("2", chat="c1"), by_agent("agent-a", "3", chat="c1"), by_agent("agent-b", "4", chat="c2")],
     )
     store.append_messages("w", [human("5", chat="c2", recipients=("agent-b",))])
-    assert store.memory_counts("w", "agent-a") == {None: 1, "c1": 2, "c2": 1}
-    assert store.memory_counts("w", "agent-b") == {None: 1, "c1": 2, "c2": 2}
-    assert store.memory_counts("w", "agent-c") == {None: 1, "c1": 2, "c2": 1}
-    assert store.memory_counts("w", "maria") == {}
+    assert store.heard_counts("w", "agent-a") == {None: 1, "c1": 2, "c2": 1}
+    assert store.heard_counts("w", "agent-b") == {None: 1, "c1": 2, "c2": 2}
+    assert store.heard_counts("w", "agent-c") == {None: 1, "c1": 2, "c2": 1}
+    assert store.heard_counts("w", "maria") == {}
     # They agree with the deliveries themselves.
     for agent in AGENTS:
         actual = dict(
             rows(path, f"SELECT chat_id, COUNT(*) FROM {DELIVERIES} WHERE agent_id = ? GROUP BY chat_id", (agent,))
         )
-        assert {k or None: v for k, v in actual.items()} == store.memory_counts("w", agent)
+        assert {k or None: v for k, v in actual.items()} == store.heard_counts("w", agent)
 
 
 # -- turn counters ------------------------------------------------------------------------
@@ -572,15 +572,15 @@ def test_human_message_resets_recipients_turns_agent_message_does_not(service: R
     store = service.store
     for agent in AGENTS:
         store.set_turn_count("w", agent, 3)
-    service.post("w", PostRequest("agent-a", "@agent-b your turn"))
+    service.posting.post("w", PostRequest("agent-a", "@agent-b your turn"))
     assert [store.turn_count("w", a) for a in AGENTS] == [3, 3, 3]
-    service.post("w", PostRequest("maria", "@agent-b stop, please"))
+    service.posting.post("w", PostRequest("maria", "@agent-b stop, please"))
     assert [store.turn_count("w", a) for a in AGENTS] == [0, 0, 0]
     store.set_turn_count("w", "agent-c", 2)
-    service.post("w", PostRequest("world", "the sun sets"))
+    service.posting.post("w", PostRequest("world", "the sun sets"))
     assert store.turn_count("w", "agent-c") == 0
     store.set_turn_count("w", "agent-c", 2)
-    service.post("w", PostRequest("system", "maintenance at noon"))
+    service.posting.post("w", PostRequest("system", "maintenance at noon"))
     assert store.turn_count("w", "agent-c") == 2
 
 
@@ -668,7 +668,7 @@ def test_crash_loses_nothing_committed(tmp_path: Path, how: str) -> None:
             inbox = store.inbox("w", agent, limit=1000)
             assert [m.id for m, _ in inbox] == [m.id for m in messages]
             assert all(read is False for _, read in inbox)
-            assert store.memory_counts("w", agent) == {None: n}
+            assert store.heard_counts("w", agent) == {None: n}
         assert count(path, "deliveries") == 2 * n
     finally:
         store.close()

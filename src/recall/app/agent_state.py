@@ -17,7 +17,7 @@ from recall.core.context import ContextBlock
 from recall.core.routing import Decision, decide
 from recall.errors import InvalidInputError, NotFoundError
 from recall.settings import Settings
-from recall.store.base import MemoryItem, Store, WorldRecord
+from recall.store.base import Note, Store, WorldRecord
 
 MAX_MEMORY_KEY = limits.MAX_MEMORY_KEY
 MAX_MEMORY_VALUE = limits.MAX_MEMORY_VALUE
@@ -63,7 +63,7 @@ class AgentState:
 
     # -- notes: the agent's private key-value entries -------------------------------------
 
-    def remember(self, world_id: str, agent_id: str, key: str, value: Any, ttl: float | None = None) -> MemoryItem:
+    def remember(self, world_id: str, agent_id: str, key: str, value: Any, ttl: float | None = None) -> Note:
         """Keep `value` (any JSON value) under `key` for the agent alone; `ttl` seconds, or forever."""
         world, agent = self.worlds.agent_in(world_id, agent_id)
         _check_memory_key(key)
@@ -74,15 +74,15 @@ class AgentState:
             if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_MEMORY_TTL:
                 raise InvalidInputError("ttl", f"must be a number of seconds between 0 and {MAX_MEMORY_TTL}")
             expires = now + timedelta(seconds=ttl)
-        item = MemoryItem(key, value, now, expires)
-        self.store.set_memory(world, agent, item)
+        item = Note(key, value, now, expires)
+        self.store.set_note(world, agent, item)
         return item
 
-    def recall_memory(self, world_id: str, agent_id: str, key: str) -> MemoryItem:
+    def recall_note(self, world_id: str, agent_id: str, key: str) -> Note:
         """The agent's value under `key`; NotFoundError when missing or expired."""
         world, agent = self.worlds.agent_in(world_id, agent_id)
         _check_memory_key(key)
-        item = self.store.get_memory(world, agent, key, datetime.now(UTC))
+        item = self.store.get_note(world, agent, key, datetime.now(UTC))
         if item is None:
             raise NotFoundError(f"agent {agent!r} has no memory under {key!r} (never set, forgotten or expired)")
         return item
@@ -91,9 +91,9 @@ class AgentState:
         """Remove the agent's value under `key`; whether there was one."""
         world, agent = self.worlds.agent_in(world_id, agent_id)
         _check_memory_key(key)
-        return self.store.delete_memory(world, agent, key, datetime.now(UTC))
+        return self.store.delete_note(world, agent, key, datetime.now(UTC))
 
-    def memories(self, world_id: str, agent_id: str) -> list[MemoryItem]:
+    def notes(self, world_id: str, agent_id: str) -> list[Note]:
         """Every note of the agent (its key-value entries not expired)."""
         world, agent = self.worlds.agent_in(world_id, agent_id)
         return self.store.list_memory(world, agent, datetime.now(UTC))

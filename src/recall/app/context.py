@@ -21,7 +21,7 @@ from recall.core.models import Message, SenderType
 from recall.core.prompt import build_system_prompt
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.settings import Settings
-from recall.store.base import Note, Store, WorldRecord
+from recall.store.base import Memory, Store, WorldRecord
 
 if TYPE_CHECKING:
     from recall.search.index import SearchIndex
@@ -85,16 +85,16 @@ class Contexts:
             check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
             self.posting.get_message(world.key, message_id)
 
-        counts = self.store.memory_counts(world.key, agent.id)
+        counts = self.store.heard_counts(world.key, agent.id)
         counter = TokenCounter(encoding_for_model(model))
-        recent = list(islice(self.store.iter_memory(world.key, agent.id, chat), RECENT_SCAN))
+        recent = list(islice(self.store.iter_heard(world.key, agent.id, chat), RECENT_SCAN))
         gathered = self.gathered_blocks(world, agent.id, recent, counter)
         observed = self.agent_state.observations_block(world.key, agent.id, observation)
         request = ContextRequest(
             agent=agent,
             chat_id=chat,
             system_prompt=build_system_prompt(agent, channel),
-            memory=self.store.iter_memory(world.key, agent.id, chat),
+            memory=self.store.iter_heard(world.key, agent.id, chat),
             history_limit=depth,
             incoming_limit=max(self.settings.incoming_limit, 1),
             max_tokens=budget,
@@ -149,7 +149,7 @@ class Contexts:
             return ContextBlock("long_term", "")
         owners = ["", agent_id]
         minimum = self.settings.long_term_min_importance
-        notes: list[Note] = []
+        notes: list[Memory] = []
         if conversation.strip() and self.index is not None:
             hits = self.index.search(
                 conversation,
@@ -162,11 +162,11 @@ class Contexts:
                 min_importance=minimum,
             )
             for hit in hits:
-                note = self.store.get_note(world.key, hit.source_id)
+                note = self.store.get_memory(world.key, hit.source_id)
                 if note is not None:
                     notes.append(note)
         if not notes:  # nothing to match against, or nothing matched: the most important
-            notes = self.store.list_notes(world.key, owners, minimum, limit)
+            notes = self.store.list_memories(world.key, owners, minimum, limit)
         if not notes:
             return ContextBlock("long_term", "")
         lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]

@@ -140,7 +140,7 @@ class Deliveries:
         in_chat = [m.id for m in mentions if m.chat_id == chat]
         context, truncated = context_slice(
             agent,
-            self.store.iter_memory(world, agent.id, chat),
+            self.store.iter_heard(world, agent.id, chat),
             floor=floor,
             below=max(in_chat) if in_chat else None,
             exclude=set(in_chat),

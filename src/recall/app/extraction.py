@@ -280,7 +280,7 @@ class Extraction:
         agent = self.worlds.get_agent(world.key, agent_id).id
         if chat_id is not None and not isinstance(chat_id, str):
             raise InvalidInputError("chat_id", "must be text")
-        newest_first = list(islice(self.store.iter_memory(world.key, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
+        newest_first = list(islice(self.store.iter_heard(world.key, agent, chat_id or None), 2 * EXTRACTION_MESSAGES))
         if scope is None:
             human = next((m.sender for m in newest_first if m.sender_type is SenderType.HUMAN), None)
             if human is None:

@@ -16,7 +16,7 @@ from recall.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
     from recall.app.service import RecallService
-    from recall.store.base import Note, WorldRecord
+    from recall.store.base import Memory, WorldRecord
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Gate:
         return canonical, tenant
 
 
-def require_may_delete_memory(world: WorldRecord, memory: Note, agent: str) -> None:
+def require_may_delete_memory(world: WorldRecord, memory: Memory, agent: str) -> None:
     """An agent (`agent`, '' for a tenant's caller) deletes only its own long-term memories:
     what every agent of the world shares is deleted with a tenant's key."""
     if agent and not memory.owner:

@@ -1,4 +1,4 @@
-"""Long-term memories (`Note` records): what a world's agents share, or one agent keeps, with an
+"""Long-term memories (`Memory` records): what a world's agents share, or one agent keeps, with an
 importance from 1 to 10; written to the search index as they are stored."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from recall import limits
 from recall.app.gate import require_may_delete_memory
 from recall.app.worlds import Worlds
-from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownNoteError
-from recall.store.base import NewNote, Note, Store
+from recall.errors import NUL_MESSAGE, InvalidInputError, UnknownMemoryError
+from recall.store.base import Memory, NewMemory, Store
 
 if TYPE_CHECKING:
     from recall.search.index import SearchIndex
@@ -48,7 +48,7 @@ class Memories:
     worlds: Worlds
     index: SearchIndex | None = None
 
-    def add_note(
+    def add_memory(
         self,
         world_id: str,
         content: str,
@@ -59,16 +59,16 @@ class Memories:
         chat_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         created_at: datetime | None = None,
-    ) -> Note:
+    ) -> Memory:
         """A long-term memory in a world: shared, or private to `agent`."""
         world = self.worlds.get_world(world_id)
         owner = self.worlds.get_agent(world.key, agent).id if agent is not None else ""
         text = _check_note(content, type, importance, metadata)
         if chat_id is not None:
             limits.check_text("chat_id", chat_id, limits.MAX_ID)
-        note = self.store.add_note(
+        note = self.store.add_memory(
             world.key,
-            NewNote(
+            NewMemory(
                 owner=owner,
                 type=type,
                 content=text,
@@ -98,23 +98,23 @@ class Memories:
             )
         return note
 
-    def list_notes(
+    def list_memories(
         self, world_id: str, agent: str | None = None, min_importance: int = 1, limit: int = 100
-    ) -> list[Note]:
+    ) -> list[Memory]:
         """Shared memories, plus `agent`'s own when named; most important first."""
         world = self.worlds.get_world(world_id)
         owners = [""] if agent is None else ["", self.worlds.get_agent(world.key, agent).id]
-        return self.store.list_notes(world.key, owners, min_importance, limit)
+        return self.store.list_memories(world.key, owners, min_importance, limit)
 
-    def delete_note(self, world_id: str, note_id: int, agent: str | None = None) -> None:
+    def delete_memory(self, world_id: str, note_id: int, agent: str | None = None) -> None:
         """Delete a shared memory, or (with `agent`) one of the agent's own: an agent may not
         delete what the world's agents share (PermissionDeniedError)."""
         world = self.worlds.get_world(world_id)
-        note = self.store.get_note(world.key, note_id) if isinstance(note_id, int) else None
+        note = self.store.get_memory(world.key, note_id) if isinstance(note_id, int) else None
         owner = "" if agent is None else self.worlds.get_agent(world.key, agent).id
         if note is None or note.owner.lower() not in ("", owner.lower()):
-            raise UnknownNoteError(world.id, note_id)
+            raise UnknownMemoryError(world.id, note_id)
         require_may_delete_memory(world, note, owner)
-        self.store.delete_note(world.key, note.id)
+        self.store.delete_memory(world.key, note.id)
         if self.index is not None:
             self.index.remove("memory", [note.id])

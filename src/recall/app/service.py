@@ -60,46 +60,11 @@ class RecallService:
         self.deliveries = Deliveries(store, settings, worlds, posting)
         self.agent_state = agent_state = AgentState(store, settings, worlds, posting)
         self.facts = facts = Facts(store, worlds, self.index)
-        #: Long-term memories (`memories` is still the agents' key-value notes, below).
-        self.long_term_memories = Memories(store, worlds, self.index)
+        #: Long-term memories (an agent's key-value notes are `agent_state`'s).
+        self.memories = Memories(store, worlds, self.index)
         self.searcher = Searcher(settings, worlds, facts, self.index)
         self.extraction = Extraction(store, settings, worlds, facts, self.model)
         self.contexts = Contexts(store, settings, worlds, posting, agent_state, self.index, self.summarizer)
-
-        # The names interfaces have always called on the service.
-        self.create_world = worlds.create_world
-        self.get_world = worlds.get_world
-        self.resolve_world = worlds.resolve_world
-        self.list_worlds = worlds.list_worlds
-        self.roster = worlds.roster
-        self.add_agent = worlds.add_agent
-        self.add_human = worlds.add_human
-        self.get_agent = worlds.get_agent
-        self.participants = worlds.participants
-        self.recipients = worlds.recipients
-        self.post = posting.post
-        self.post_many = posting.post_many
-        self.prepare_posts = posting.prepare_posts
-        self.append_messages = posting.append_messages
-        self.import_messages = posting.import_messages
-        self.wait_for_posts = posting.wait_for_posts
-        self.get_message = posting.get_message
-        self.messages = posting.messages
-        self.inbox = self.deliveries.inbox
-        self.ack = self.deliveries.ack
-        self.send = self.deliveries.send
-        self.check = self.deliveries.check
-        self.remember = agent_state.remember
-        self.recall_memory = agent_state.recall_memory
-        self.forget = agent_state.forget
-        self.memories = agent_state.memories
-        self.turn_limit = agent_state.turn_limit
-        self.decide = agent_state.decide
-        self.record_llm_call = agent_state.record_llm_call
-        self.turn_count = agent_state.turn_count
-        self.observe = agent_state.observe
-        self.act = agent_state.act
-        self.build_context = self.contexts.build_context
 
     @property
     def post_count(self) -> int:

@@ -48,7 +48,7 @@ def inbox(
     """An agent's inbox as JSON lines, oldest first (FIFO)."""
     with open_recall() as mem:
         agent = mem.world(world, tenant=tenant()).agent(agent_id)
-        delivered = agent.service.inbox(agent.world.key, agent.id, not all_, limit, mark_read)
+        delivered = agent.service.deliveries.inbox(agent.world.key, agent.id, not all_, limit, mark_read)
         print_json_lines({**message.to_dict(), "read": read} for message, read in delivered)
 
 

@@ -82,35 +82,35 @@ class LocalBackend:
         deadline = time.monotonic() + timeout
         while True:
             seen = self.service.post_count  # read before checking, so no post is missed
-            found = list(self.service.check(self._world, self.agent_id, limit=100).new_mentions)
+            found = list(self.service.deliveries.check(self._world, self.agent_id, limit=100).new_mentions)
             remaining = deadline - time.monotonic()
             if found or remaining <= 0:
                 return found
-            self.service.wait_for_posts(seen, min(remaining, self.POLL))
+            self.service.posting.wait_for_posts(seen, min(remaining, self.POLL))
 
     def decide(self, message: Message) -> Decision:
-        return self.service.decide(self._world, self.agent_id, message.id)
+        return self.service.agent_state.decide(self._world, self.agent_id, message.id)
 
     def context(self, message: Message) -> list[dict[str, Any]]:
         return self.agent.context(message.chat_id, message=message.id).openai()
 
     def record_llm_call(self) -> int:
-        return self.service.record_llm_call(self._world, self.agent_id)
+        return self.service.agent_state.record_llm_call(self._world, self.agent_id)
 
     def send(
         self, content: str, *, chat: str | None, parent: int | None, metadata: Mapping[str, Any] | None = None
     ) -> int:
-        return self.service.send(self._world, self.agent_id, content, chat, parent, metadata=metadata).id
+        return self.service.deliveries.send(self._world, self.agent_id, content, chat, parent, metadata=metadata).id
 
     def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
         request = PostRequest(
             TOOL_SENDER, content, chat, parent_id=parent, metadata=_tool_metadata(self.agent_id, call_id)
         )
-        return self.service.post(self._world, request).id
+        return self.service.posting.post(self._world, request).id
 
     def ack(self, message_ids: Sequence[int]) -> None:
         if message_ids:
-            self.service.ack(self._world, self.agent_id, list(message_ids))
+            self.service.deliveries.ack(self._world, self.agent_id, list(message_ids))
 
     def extract(self, chat: str | None) -> None:
         self.agent.extract(chat)

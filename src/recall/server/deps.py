@@ -104,7 +104,7 @@ def facts_of(request: Request) -> Facts:
 
 def memories_of(request: Request) -> Memories:
     """Long-term memories, on the app's service."""
-    return state_of(request).service.long_term_memories
+    return state_of(request).service.memories
 
 
 def _caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:

@@ -159,7 +159,7 @@ async def run_check(
     that many seconds, for posts that reach the store without passing `notifier`."""
 
     def check(only_with_mentions: bool) -> CheckResult:
-        return service.check(
+        return service.deliveries.check(
             world_id,
             agent_id,
             limit=query.limit,
@@ -189,7 +189,7 @@ async def run_check(
     # together with an answer that carries it (at-least-once delivery, spec §6).
     answer = views.check(result)
     if query.mark_read and result.new_mentions:
-        await to_thread.run_sync(service.ack, world_id, agent_id, [m.id for m in result.new_mentions])
+        await to_thread.run_sync(service.deliveries.ack, world_id, agent_id, [m.id for m in result.new_mentions])
     return answer
 
 

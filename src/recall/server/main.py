@@ -24,7 +24,7 @@ def build_app(config: ServerConfig) -> FastAPI:
     # server's: a stored database can be shared; an in-memory one keeps the thread.
     worker = settings.index_interval > 0 and config.db != ":memory:"
     mem = Recall(config.db, replace(settings, index_interval=0) if worker else settings)
-    if config.demo and not mem.service.list_worlds():
+    if config.demo and not mem.service.worlds.list_worlds():
         build_demo_world(mem)
     app = create_app(mem.service, config)
     mount_mcp(app)

@@ -165,7 +165,7 @@ def build_mcp_server(
             world_id, agent_id = await to_thread.run_sync(gate.enter, ctx, world, agent)
             if action == "send":
                 message = await to_thread.run_sync(
-                    service.send, world_id, agent_id, content or "", chat_id, parent_id, idempotency_key
+                    service.deliveries.send, world_id, agent_id, content or "", chat_id, parent_id, idempotency_key
                 )
                 # A post wakes the waiting checks of the agents it is for (see inbox.py).
                 notifier.notify(world_id, message)
@@ -200,7 +200,7 @@ def build_mcp_server(
         Returns {messages, report}, plus {system} for the anthropic format."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            built = service.build_context(
+            built = service.contexts.build_context(
                 world_id,
                 agent_id,
                 chat_id,
@@ -225,21 +225,21 @@ def build_mcp_server(
         """Keep a value under a key in the agent's private memory (replaces what was there)."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            return service.remember(world_id, agent_id, key, value, ttl).to_dict()
+            return service.agent_state.remember(world_id, agent_id, key, value, ttl).to_dict()
 
     @server.tool(name="recall")
     def recall_value(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
         """The value the agent keeps under a key; an error when it was never set, forgotten or expired."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            return service.recall_memory(world_id, agent_id, key).to_dict()
+            return service.agent_state.recall_note(world_id, agent_id, key).to_dict()
 
     @server.tool(name="forget")
     def forget(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
         """Remove the agent's value under a key; {forgotten: false} when there was none."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            return views.forgotten(service.forget(world_id, agent_id, key))
+            return views.forgotten(service.agent_state.forget(world_id, agent_id, key))
 
     Scope = Annotated[
         str,
@@ -321,17 +321,17 @@ def build_mcp_server(
         world's shared ones (most important first), or delete one of its own."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            memory = service.long_term_memories
+            memory = service.memories
             if action == "add":
-                note = memory.add_note(
+                note = memory.add_memory(
                     world_id, content or "", type=type, importance=importance, agent=None if shared else agent_id
                 )
                 return note.to_dict()
             if action == "list":
-                return views.memories(memory.list_notes(world_id, agent_id, min_importance))
+                return views.memories(memory.list_memories(world_id, agent_id, min_importance))
             if memory_id is None:
                 raise ToolError("memory_id: delete needs the id of the memory")
-            memory.delete_note(world_id, memory_id, agent=agent_id)
+            memory.delete_memory(world_id, memory_id, agent=agent_id)
             return views.deleted()
 
     @server.tool(name="search")
@@ -359,7 +359,7 @@ def build_mcp_server(
             results = service.searcher.search(
                 world_id,
                 query,
-                tenant=service.get_world(world_id).tenant,
+                tenant=service.worlds.get_world(world_id).tenant,
                 kinds=kinds or ("message", "memory", "fact"),
                 k=k,
                 method=method,

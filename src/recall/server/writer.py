@@ -75,7 +75,7 @@ class PostWriter:
         for index, waiting in enumerate(batch):
             try:
                 key = waiting.world if isinstance(waiting.world, str) else waiting.world()
-                world, routed = self.service.prepare_posts(key, [waiting.request])
+                world, routed = self.service.posting.prepare_posts(key, [waiting.request])
             except Exception as exc:  # noqa: BLE001 - the post learns why it was refused
                 results[index] = exc
                 continue
@@ -83,9 +83,9 @@ class PostWriter:
         for world, items in by_world.items():
             self.transactions += 1
             try:
-                stored = self.service.append_messages(world, [new for _, new in items])
+                stored = self.service.posting.append_messages(world, [new for _, new in items])
                 for (index, _), message in zip(items, stored, strict=True):
-                    results[index] = (message, world, self.service.recipients(world, message))
+                    results[index] = (message, world, self.service.worlds.recipients(world, message))
             except Exception as exc:  # noqa: BLE001 - every post of the batch learns why it failed
                 for index, _ in items:
                     results[index] = exc

@@ -30,9 +30,9 @@ from recall.errors import ConflictError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     ContextSession,
     FactWrite,
-    MemoryItem,
+    Memory,
+    NewMemory,
     NewMessage,
-    NewNote,
     Note,
     ParticipantRecord,
     WorldRecord,
@@ -290,7 +290,7 @@ class PostgresStore(SQLReads):
             return  # this process's own post: its server woke its waiters already
         on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
 
-    def iter_memory(
+    def iter_heard(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
     ) -> Iterator[Message]:
         """The agent's memory in one chat, newest first, read a page at a time."""
@@ -388,7 +388,7 @@ class PostgresStore(SQLReads):
 
     # -- an agent's private key-value memory ----------------------------------------------
 
-    def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
+    def set_note(self, world_id: str, agent_id: str, item: Note) -> None:
         key = self._memory_key(world_id, agent_id)
         expires = None if item.expires_at is None else ts(item.expires_at)
         with self._write() as cur:
@@ -399,7 +399,7 @@ class PostgresStore(SQLReads):
                 (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
             )
 
-    def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
+    def delete_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
         agent = self._memory_key(world_id, agent_id)
         with self._write() as cur:
             rows = cur.execute(
@@ -495,7 +495,7 @@ class PostgresStore(SQLReads):
 
     # -- long-term memories (notes) -------------------------------------------------------
 
-    def add_note(self, world_id: str, note: NewNote) -> Note:
+    def add_memory(self, world_id: str, note: NewMemory) -> Memory:
         with self._write() as cur:
             row = cur.execute(
                 "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
@@ -508,7 +508,9 @@ class PostgresStore(SQLReads):
         assert row is not None
         return note_record(row)
 
-    def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
+    def list_memories(
+        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
+    ) -> list[Memory]:
         rows = self._read(
             f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = %s AND owner = ANY(%s::citext[])"
             " AND importance >= %s ORDER BY importance DESC, id DESC LIMIT %s",
@@ -516,7 +518,7 @@ class PostgresStore(SQLReads):
         )
         return [note_record(r) for r in rows]
 
-    def delete_note(self, world_id: str, note_id: int) -> bool:
+    def delete_memory(self, world_id: str, note_id: int) -> bool:
         with self._write() as cur:
             cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
             return cur.rowcount > 0

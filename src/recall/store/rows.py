@@ -14,7 +14,7 @@ from typing import Any
 from recall.core.facts import Fact
 from recall.core.models import Message, SenderType
 from recall.errors import RecallError
-from recall.store.base import MemoryItem, NewMessage, Note, ParticipantRecord, WorldRecord
+from recall.store.base import Memory, NewMessage, Note, ParticipantRecord, WorldRecord
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64
@@ -81,8 +81,8 @@ def load_tuple(text: str) -> tuple[str, ...]:
     return tuple(json.loads(text)) if text != "[]" else ()
 
 
-def memory_item(row: Sequence[Any]) -> MemoryItem:
-    return MemoryItem(row[0], load_json(row[1]), dt(row[2]), None if row[3] is None else dt(row[3]))
+def memory_item(row: Sequence[Any]) -> Note:
+    return Note(row[0], load_json(row[1]), dt(row[2]), None if row[3] is None else dt(row[3]))
 
 
 def recipient_key(keys: dict[str, int], agent_id: str) -> int:
@@ -118,8 +118,8 @@ def fact_record(row: Sequence[Any]) -> Fact:
     return Fact(row[0], row[1], row[2], row[3], row[4], dt(row[5]), dt(row[6]), row[7], row[8])
 
 
-def note_record(row: Sequence[Any]) -> Note:
-    return Note(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], load_json(row[7]), dt(row[8]))
+def note_record(row: Sequence[Any]) -> Memory:
+    return Memory(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], load_json(row[7]), dt(row[8]))
 
 
 def participant_record(row: Sequence[Any]) -> ParticipantRecord:

@@ -12,7 +12,7 @@ from typing import Any
 from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import RecallError
-from recall.store.base import ContextSession, MemoryItem, Note, ParticipantRecord, WorldRecord
+from recall.store.base import ContextSession, Memory, Note, ParticipantRecord, WorldRecord
 from recall.store.rows import (
     FACT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -158,7 +158,7 @@ class SQLReads:
         )
         return [(chat_id_of(r[0]), int(r[1])) for r in rows]
 
-    def memory_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
+    def heard_counts(self, world_id: str, agent_id: str) -> dict[str | None, int]:
         key = self._agent_key(world_id, agent_id)
         if key is None:
             return {}
@@ -183,7 +183,7 @@ class SQLReads:
             raise RecallError(f"{agent_id!r} is not an agent of world {world_id!r}")
         return key
 
-    def get_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> MemoryItem | None:
+    def get_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> Note | None:
         rows = self._read(
             "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ? AND key = ?"
             " AND (expires_at IS NULL OR expires_at > ?)",
@@ -191,7 +191,7 @@ class SQLReads:
         )
         return memory_item(rows[0]) if rows else None
 
-    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[MemoryItem]:
+    def list_memory(self, world_id: str, agent_id: str, now: datetime) -> list[Note]:
         rows = self._read(
             "SELECT key, value, updated_at, expires_at FROM agent_memory WHERE agent_key = ?"
             " AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
@@ -229,6 +229,6 @@ class SQLReads:
         rows = self._read("SELECT scope, COUNT(*) FROM facts WHERE tenant = ? GROUP BY scope ORDER BY scope", (tenant,))
         return [(r[0], int(r[1])) for r in rows]
 
-    def get_note(self, world_id: str, note_id: int) -> Note | None:
+    def get_memory(self, world_id: str, note_id: int) -> Memory | None:
         rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id))
         return note_record(rows[0]) if rows else None

@@ -28,9 +28,9 @@ from recall.errors import ConflictError, InvalidInputError, StoreOpenError, Stor
 from recall.store.base import (
     ContextSession,
     FactWrite,
-    MemoryItem,
+    Memory,
+    NewMemory,
     NewMessage,
-    NewNote,
     Note,
     ParticipantRecord,
     WorldRecord,
@@ -281,7 +281,7 @@ class SQLiteStore(SQLReads):
             )
         return plan.stored
 
-    def iter_memory(
+    def iter_heard(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
     ) -> Iterator[Message]:
         """The agent's memory in one chat, newest first, read a page at a time.
@@ -360,7 +360,7 @@ class SQLiteStore(SQLReads):
 
     # -- an agent's private key-value memory ----------------------------------------------
 
-    def set_memory(self, world_id: str, agent_id: str, item: MemoryItem) -> None:
+    def set_note(self, world_id: str, agent_id: str, item: Note) -> None:
         key = self._memory_key(world_id, agent_id)
         expires = None if item.expires_at is None else ts(item.expires_at)
         with self._write() as db:
@@ -371,7 +371,7 @@ class SQLiteStore(SQLReads):
                 (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
             )
 
-    def delete_memory(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
+    def delete_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
         agent = self._memory_key(world_id, agent_id)
         with self._write() as db:
             # Expired entries go too, but only a live one counts as forgotten.
@@ -469,7 +469,7 @@ class SQLiteStore(SQLReads):
 
     # -- long-term memories (notes) -------------------------------------------------------
 
-    def add_note(self, world_id: str, note: NewNote) -> Note:
+    def add_memory(self, world_id: str, note: NewMemory) -> Memory:
         with self._write() as db:
             row = db.execute(
                 "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
@@ -487,7 +487,9 @@ class SQLiteStore(SQLReads):
             ).fetchone()
         return note_record(row)
 
-    def list_notes(self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100) -> list[Note]:
+    def list_memories(
+        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
+    ) -> list[Memory]:
         """Notes visible to `owners` ('' = shared), most important first, then newest."""
         marks = ", ".join("?" * len(owners))
         rows = self._read(
@@ -497,6 +499,6 @@ class SQLiteStore(SQLReads):
         )
         return [note_record(r) for r in rows]
 
-    def delete_note(self, world_id: str, note_id: int) -> bool:
+    def delete_memory(self, world_id: str, note_id: int) -> bool:
         with self._write() as db:
             return bool(db.execute("DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0)

@@ -31,20 +31,20 @@ def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dic
     message resets the agent's turn counter. When the limit stops the agent, `notice` is
     the text it posts instead of answering."""
     service = state_of(request).service
-    made = service.decide(acting.key, acting.agent, body.message_id)
-    return views.decision(made, service.turn_limit(service.get_world(acting.key)))
+    made = service.agent_state.decide(acting.key, acting.agent, body.message_id)
+    return views.decision(made, service.agent_state.turn_limit(service.worlds.get_world(acting.key)))
 
 
 @router.post("/v1/worlds/{world}/agents/{agent}/llm-calls", summary="Count one LLM call")
 def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
     """Count one model call of the agent against its turn limit; the new count."""
-    return {"turn_count": state_of(request).service.record_llm_call(acting.key, acting.agent)}
+    return {"turn_count": state_of(request).service.agent_state.record_llm_call(acting.key, acting.agent)}
 
 
 @router.post("/v1/worlds/{world}/agents/{agent}/context", summary="Build the agent's context")
 def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> dict[str, Any]:
     state = state_of(request)
-    built = state.service.build_context(
+    built = state.service.contexts.build_context(
         acting.key,
         acting.agent,
         body.chat_id,
@@ -60,10 +60,10 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
 @router.post("/v1/worlds/{world}/agents/{agent}/observations", status_code=201)
 def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) -> dict[str, int]:
     """Store what the agent perceives (simulations); shown in its context in the first person."""
-    return {"id": state_of(request).service.observe(acting.key, acting.agent, body.model_dump())}
+    return {"id": state_of(request).service.agent_state.observe(acting.key, acting.agent, body.model_dump())}
 
 
 @router.post("/v1/worlds/{world}/agents/{agent}/actions", status_code=201)
 def act(request: Request, acting: ActingAgent, body: schemas.ActionIn) -> dict[str, int]:
     """Store what the agent did (simulations)."""
-    return {"id": state_of(request).service.act(acting.key, acting.agent, body.model_dump())}
+    return {"id": state_of(request).service.agent_state.act(acting.key, acting.agent, body.model_dump())}

@@ -23,7 +23,7 @@ def deliveries(
 ) -> dict[str, Any]:
     """Messages delivered to the agent, oldest first, each with whether it is read. Unlike the
     inbox check this only reads: nothing is marked read."""
-    entries = state_of(request).service.inbox(acting.key, acting.agent, unread_only, limit)
+    entries = state_of(request).service.deliveries.inbox(acting.key, acting.agent, unread_only, limit)
     return {"messages": [views.delivery(m, read) for m, read in entries]}
 
 
@@ -57,7 +57,7 @@ async def check_inbox(
 
 @router.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", summary="Mark messages read")
 def ack(request: Request, acting: ActingAgent, body: schemas.AckIn) -> dict[str, int]:
-    return {"acknowledged": state_of(request).service.ack(acting.key, acting.agent, body.ids)}
+    return {"acknowledged": state_of(request).service.deliveries.ack(acting.key, acting.agent, body.ids)}
 
 
 async def _disconnected(request: Request) -> None:

@@ -18,7 +18,7 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
 
 @router.post("/v1/worlds/{world}/memories", status_code=201, summary="Add a shared memory")
 def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> JSONResponse:
-    note = memories_of(request).add_note(record.key, **body.model_dump())
+    note = memories_of(request).add_memory(record.key, **body.model_dump())
     return JSONResponse(note.to_dict(), status_code=201)
 
 
@@ -26,20 +26,20 @@ def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> 
 def list_shared_notes(
     request: Request, record: WorldOf, min_importance: MinImportance = 1, limit: Limit = 100
 ) -> dict[str, Any]:
-    return views.memories(memories_of(request).list_notes(record.key, None, min_importance, limit))
+    return views.memories(memories_of(request).list_memories(record.key, None, min_importance, limit))
 
 
 @router.delete("/v1/worlds/{world}/memories/{note_id}", summary="Delete a shared memory")
 def delete_shared_note(
     request: Request, record: Annotated[WorldRecord, tenant_world("delete shared memories")], note_id: MemoryId
 ) -> dict[str, bool]:
-    memories_of(request).delete_note(record.key, note_id)
+    memories_of(request).delete_memory(record.key, note_id)
     return views.deleted()
 
 
 @router.post("/v1/worlds/{world}/agents/{agent}/memories", status_code=201, summary="Add a private memory")
 def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn) -> JSONResponse:
-    note = memories_of(request).add_note(acting.key, agent=acting.agent, **body.model_dump())
+    note = memories_of(request).add_memory(acting.key, agent=acting.agent, **body.model_dump())
     return JSONResponse(note.to_dict(), status_code=201)
 
 
@@ -47,10 +47,10 @@ def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn
 def list_agent_notes(
     request: Request, acting: ActingAgent, min_importance: MinImportance = 1, limit: Limit = 100
 ) -> dict[str, Any]:
-    return views.memories(memories_of(request).list_notes(acting.key, acting.agent, min_importance, limit))
+    return views.memories(memories_of(request).list_memories(acting.key, acting.agent, min_importance, limit))
 
 
 @router.delete("/v1/worlds/{world}/agents/{agent}/memories/{note_id}", summary="Delete one of its memories")
 def delete_agent_note(request: Request, acting: ActingAgent, note_id: MemoryId) -> dict[str, bool]:
-    memories_of(request).delete_note(acting.key, note_id, agent=acting.agent)
+    memories_of(request).delete_memory(acting.key, note_id, agent=acting.agent)
     return views.deleted()

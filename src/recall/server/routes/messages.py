@@ -59,7 +59,7 @@ def list_messages(
     ] = False,
 ) -> dict[str, Any]:
     service = state_of(request).service
-    messages = service.messages(record.key, chat_id, after, limit, all_chats)
+    messages = service.posting.messages(record.key, chat_id, after, limit, all_chats)
     return {
         "messages": [_detailed(service, record.key, m) if detail else m.to_dict() for m in messages],
         "next_after": messages[-1].id if len(messages) == limit else None,
@@ -67,5 +67,5 @@ def list_messages(
 
 
 def _detailed(service: RecallService, world_key: str, message: Message) -> dict[str, Any]:
-    delivered = service.recipients(world_key, message)
+    delivered = service.worlds.recipients(world_key, message)
     return views.detailed(message, delivered, [agent for agent in delivered if would_respond(agent, message)])

@@ -23,22 +23,22 @@ MEMORY = "/v1/worlds/{world}/agents/{agent}/memory"
 @router.get(NOTES, tags=["notes"], summary="Every note the agent keeps")
 @router.get(MEMORY, tags=["memory"], summary="Everything the agent remembers", deprecated=True)
 def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
-    return views.notes(state_of(request).service.memories(acting.key, acting.agent))
+    return views.notes(state_of(request).service.agent_state.notes(acting.key, acting.agent))
 
 
 @router.put(NOTES + "/{key}", tags=["notes"], summary="Keep a note under a key")
 @router.put(MEMORY + "/{key}", tags=["memory"], summary="Remember a value", deprecated=True)
 def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.MemoryIn) -> dict[str, Any]:
-    return state_of(request).service.remember(acting.key, acting.agent, key, body.value, body.ttl).to_dict()
+    return state_of(request).service.agent_state.remember(acting.key, acting.agent, key, body.value, body.ttl).to_dict()
 
 
 @router.get(NOTES + "/{key}", tags=["notes"], summary="The note under a key")
 @router.get(MEMORY + "/{key}", tags=["memory"], summary="Recall a value", deprecated=True)
 def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, Any]:
-    return state_of(request).service.recall_memory(acting.key, acting.agent, key).to_dict()
+    return state_of(request).service.agent_state.recall_note(acting.key, acting.agent, key).to_dict()
 
 
 @router.delete(NOTES + "/{key}", tags=["notes"], summary="Forget the note under a key")
 @router.delete(MEMORY + "/{key}", tags=["memory"], summary="Forget a value", deprecated=True)
 def forget(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, bool]:
-    return views.forgotten(state_of(request).service.forget(acting.key, acting.agent, key))
+    return views.forgotten(state_of(request).service.agent_state.forget(acting.key, acting.agent, key))

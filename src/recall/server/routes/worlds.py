@@ -18,7 +18,7 @@ router = APIRouter()
 def create_world(
     request: Request, body: schemas.WorldIn, who: Annotated[Principal, tenant_key("create worlds")]
 ) -> dict[str, Any]:
-    record = state_of(request).service.create_world(body.id, body.name, body.turn_limit, tenant=who.tenant)
+    record = state_of(request).service.worlds.create_world(body.id, body.name, body.turn_limit, tenant=who.tenant)
     return views.world(record)
 
 
@@ -30,7 +30,7 @@ def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
 @router.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
 def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
     service = state_of(request).service
-    people = service.participants(record.key)
+    people = service.worlds.participants(record.key)
     return views.world_detail(
         record,
         agents=[p.id for p in people if p.kind == "agent"],
@@ -44,7 +44,7 @@ def add_agent(
     request: Request, record: Annotated[WorldRecord, tenant_world("register agents")], body: schemas.AgentIn
 ) -> dict[str, Any]:
     settings = body.model_dump(exclude={"id"})
-    profile = state_of(request).service.add_agent(record.key, body.id, **settings)
+    profile = state_of(request).service.worlds.add_agent(record.key, body.id, **settings)
     return views.participant(record, profile.id, "agent", **settings)
 
 
@@ -52,5 +52,5 @@ def add_agent(
 def add_human(
     request: Request, record: Annotated[WorldRecord, tenant_world("register humans")], body: schemas.HumanIn
 ) -> dict[str, Any]:
-    human = state_of(request).service.add_human(record.key, body.id)
+    human = state_of(request).service.worlds.add_human(record.key, body.id)
     return views.participant(record, human.id, "human")
