@@ -30,12 +30,12 @@ ADMIN = Principal(tenant="ops", open=False, admin=True)
 def service(tmp_path: Path) -> Iterator[RecallService]:
     """Tenant acme has world `w` (agents bot and helper); globex has its own `w` and `only`."""
     recall = RecallService(SQLiteStore(str(tmp_path / "gate.db")), Settings(index_interval=0, embeddings="none"))
-    acme = recall.create_world("w", tenant="acme")
-    recall.add_agent(acme.key, "bot")
-    recall.add_agent(acme.key, "helper")
-    globex = recall.create_world("w", tenant="globex")
-    recall.add_agent(globex.key, "bot")
-    recall.create_world("only", tenant="globex")
+    acme = recall.worlds.create_world("w", tenant="acme")
+    recall.worlds.add_agent(acme.key, "bot")
+    recall.worlds.add_agent(acme.key, "helper")
+    globex = recall.worlds.create_world("w", tenant="globex")
+    recall.worlds.add_agent(globex.key, "bot")
+    recall.worlds.create_world("only", tenant="globex")
     try:
         yield recall
     finally:
