@@ -27,6 +27,7 @@ from recall.server import views
 if TYPE_CHECKING:
     from recall.app.service import RecallService
     from recall.server.metrics import Metrics
+    from recall.server.writer import AckWriter
 
 #: The longest a waiting check waits, in seconds.
 MAX_WAIT_SECONDS = 300
@@ -149,6 +150,7 @@ async def run_check(
     world_id: str,
     agent_id: str,
     query: InboxQuery,
+    acks: AckWriter,
     *,
     disconnected: Awaitable[None] | None = None,
     poll_interval: float | None = None,
@@ -189,7 +191,7 @@ async def run_check(
     # together with an answer that carries it (at-least-once delivery, spec §6).
     answer = views.check(result)
     if query.mark_read and result.new_mentions:
-        await to_thread.run_sync(service.deliveries.ack, world_id, agent_id, [m.id for m in result.new_mentions])
+        await acks.ack(world_id, agent_id, [m.id for m in result.new_mentions])
     return answer
 
 

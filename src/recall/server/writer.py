@@ -1,4 +1,5 @@
-"""Group commit: posts that arrive together are stored in one transaction.
+"""Group commit: posts that arrive together are stored in one transaction (and the checks one
+post wakes mark what they answered read in one worker-thread call).
 
 A transaction's cost is mostly its commit, and a message to many agents touches a page of the
 delivery index per agent; posts committed together share both. The posts waiting when a flush
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from anyio import to_thread
 
@@ -23,33 +24,28 @@ from recall.store.base import NewMessage
 
 #: A stored message, its world's key and the agents it was delivered to.
 Posted = tuple[Message, str, tuple[str, ...]]
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
-@dataclass
-class _Waiting:
-    #: The world's key, or the caller's access check that finds it (it may read the store).
-    world: str | Callable[[], str]
-    request: PostRequest
-    future: asyncio.Future[Posted]
+class GroupCommit(Generic[Item, Result]):
+    """Items that arrive together are handled in one worker-thread call (`run_batch`), never on
+    the event loop; while a call runs, the items that arrive form the next batch. A woken crowd
+    (a post wakes a hundred long polls) then costs one thread hop, not a hundred."""
 
-
-class PostWriter:
-    def __init__(self, service: RecallService) -> None:
-        self.service = service
-        self._pending: list[_Waiting] = []
+    def __init__(self) -> None:
+        self._pending: list[tuple[Item, asyncio.Future[Result]]] = []
         #: The task flushing batches, while there are any (the reference keeps it alive).
         self._flushing: asyncio.Task[None] | None = None
-        self.transactions = 0
+        #: Worker-thread calls made so far (one per batch).
+        self.batches = 0
 
-    async def post(self, world: str | Callable[[], str], request: PostRequest) -> Posted:
-        """Store one post with whatever others arrive with it; the stored message, its world's
-        key and its recipients. `world` is the world's key, or the caller's access check that
-        returns it (it may read the store, so it runs in the worker thread)."""
+    async def submit(self, item: Item) -> Result:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Posted] = loop.create_future()
-        self._pending.append(_Waiting(world, request, future))
+        future: asyncio.Future[Result] = loop.create_future()
+        self._pending.append((item, future))
         if self._flushing is None:
-            # Started on the loop's next turn, so the posts already in it join the first batch.
+            # Started on the loop's next turn, so the items already in it join the first batch.
             self._flushing = loop.create_task(self._flush())
         return await future
 
@@ -57,36 +53,74 @@ class PostWriter:
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
-                results = await to_thread.run_sync(self._store, batch)
-                for waiting, result in zip(batch, results, strict=True):
-                    if waiting.future.done():
+                self.batches += 1
+                results = await to_thread.run_sync(self.run_batch, [item for item, _ in batch])
+                for (_, future), result in zip(batch, results, strict=True):
+                    if future.done():
                         continue
                     if isinstance(result, Exception):
-                        waiting.future.set_exception(result)
+                        future.set_exception(result)
                     else:
-                        waiting.future.set_result(result)
+                        future.set_result(result)
         finally:
             self._flushing = None
 
-    def _store(self, batch: list[_Waiting]) -> list[Posted | Exception]:
-        """In a worker thread: each post's outcome, the stored message or why it failed."""
-        results: list[Posted | Exception] = [RuntimeError("not stored")] * len(batch)
+    def run_batch(self, items: list[Item]) -> list[Result | Exception]:
+        """In a worker thread: each item's outcome, its result or why it failed."""
+        raise NotImplementedError
+
+
+class PostWriter(GroupCommit[tuple[str | Callable[[], str], PostRequest], Posted]):
+    def __init__(self, service: RecallService) -> None:
+        super().__init__()
+        self.service = service
+        self.transactions = 0
+
+    async def post(self, world: str | Callable[[], str], request: PostRequest) -> Posted:
+        """Store one post with whatever others arrive with it; the stored message, its world's
+        key and its recipients. `world` is the world's key, or the caller's access check that
+        returns it (it may read the store, so it runs in the worker thread)."""
+        return await self.submit((world, request))
+
+    def run_batch(self, items: list[tuple[str | Callable[[], str], PostRequest]]) -> list[Posted | Exception]:
+        results: list[Posted | Exception] = [RuntimeError("not stored")] * len(items)
         by_world: dict[str, list[tuple[int, NewMessage]]] = defaultdict(list)
-        for index, waiting in enumerate(batch):
+        for index, (world_or_check, request) in enumerate(items):
             try:
-                key = waiting.world if isinstance(waiting.world, str) else waiting.world()
-                world, routed = self.service.posting.prepare_posts(key, [waiting.request])
+                key = world_or_check if isinstance(world_or_check, str) else world_or_check()
+                world, routed = self.service.posting.prepare_posts(key, [request])
             except Exception as exc:  # noqa: BLE001 - the post learns why it was refused
                 results[index] = exc
                 continue
             by_world[world].append((index, routed[0]))
-        for world, items in by_world.items():
+        for world, routed_posts in by_world.items():
             self.transactions += 1
             try:
-                stored = self.service.posting.append_messages(world, [new for _, new in items])
-                for (index, _), message in zip(items, stored, strict=True):
+                stored = self.service.posting.append_messages(world, [new for _, new in routed_posts])
+                for (index, _), message in zip(routed_posts, stored, strict=True):
                     results[index] = (message, world, self.service.worlds.recipients(world, message))
             except Exception as exc:  # noqa: BLE001 - every post of the batch learns why it failed
-                for index, _ in items:
+                for index, _ in routed_posts:
                     results[index] = exc
+        return results
+
+
+class AckWriter(GroupCommit[tuple[str, str, list[int]], int]):
+    """Marks read what answered checks carried: the checks one post wakes acknowledge in one
+    worker-thread call."""
+
+    def __init__(self, service: RecallService) -> None:
+        super().__init__()
+        self.service = service
+
+    async def ack(self, world_key: str, agent_id: str, message_ids: list[int]) -> int:
+        return await self.submit((world_key, agent_id, message_ids))
+
+    def run_batch(self, items: list[tuple[str, str, list[int]]]) -> list[int | Exception]:
+        results: list[int | Exception] = []
+        for world_key, agent_id, ids in items:
+            try:
+                results.append(self.service.deliveries.ack(world_key, agent_id, ids))
+            except Exception as exc:  # noqa: BLE001 - that check learns why
+                results.append(exc)
         return results

@@ -49,6 +49,7 @@ async def check_inbox(
         acting.key,
         acting.agent,
         query,
+        state.acks,
         disconnected=_disconnected(request) if wait else None,
         metrics=state.metrics,
     )
