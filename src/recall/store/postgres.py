@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -24,16 +24,12 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from recall.core.facts import Fact, NewFact
+from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import ConflictError, StoreOpenError, StoreVersionError
 from recall.store.base import (
-    ContextSession,
-    FactWrite,
     Memory,
-    NewMemory,
     NewMessage,
-    Note,
     ParticipantRecord,
     WorldRecord,
 )
@@ -45,7 +41,6 @@ from recall.store.rows import (
     NOTE_COLUMNS,
     chat_key,
     fact_record,
-    merged_sections,
     message_record,
     new_world_key,
     note_record,
@@ -54,7 +49,8 @@ from recall.store.rows import (
     ts,
     world_id_of,
 )
-from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
+from recall.store.sql_reads import RAISE_INBOX_MARK
+from recall.store.sql_writes import SQLWrites
 from recall.store.urls import redacted_url, url_password
 
 #: Advisory lock keys (any constant numbers, unique to recall).
@@ -77,7 +73,9 @@ logger = logging.getLogger("recall.store.postgres")
 PostListener = Callable[[str, list[int] | None], None]
 
 
-class PostgresStore(SQLReads):
+class PostgresStore(SQLWrites):
+    LOCK_ROWS = " FOR UPDATE"
+
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url
         self.path = redacted_url(url)
@@ -122,6 +120,11 @@ class PostgresStore(SQLReads):
     def _write(self) -> Iterator[psycopg.Cursor[Any]]:
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
+
+    def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        # The SQL shared with SQLite (sql_writes.py) is written with `?`; no SQL of recall's
+        # holds a literal question mark.
+        return db.execute(sql.replace("?", "%s"), params)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         # The reads shared with SQLite (sql_reads.py) are written with `?`; no SQL of recall's
@@ -327,26 +330,6 @@ class PostgresStore(SQLReads):
                 cur.execute(RAISE_INBOX_MARK.replace("?", "%s"), (key, key, key, key))
             return marked
 
-    # -- turn counters --------------------------------------------------------------------
-
-    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
-        with self._write() as cur:
-            cur.execute(
-                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (%s, %s, %s)"
-                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = excluded.count",
-                (world_id, agent_id, count),
-            )
-
-    def increment_turns(self, world_id: str, agent_id: str) -> int:
-        with self._write() as cur:
-            row = cur.execute(
-                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (%s, %s, 1)"
-                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = turn_counters.count + 1 RETURNING count",
-                (world_id, agent_id),
-            ).fetchone()
-            assert row is not None
-            return int(row[0])
-
     # -- rate limits shared by the replicas ---------------------------------------------------
 
     def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None:
@@ -372,60 +355,6 @@ class PostgresStore(SQLReads):
             )
         return None if allowed else (1.0 - tokens) / rate
 
-    # -- observations and actions ---------------------------------------------------------
-
-    def add_observation(
-        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
-    ) -> int:
-        with self._write() as cur:
-            row = cur.execute(
-                "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                (world_id, agent_id, kind, sim_time, json.dumps(data), ts(created_at)),
-            ).fetchone()
-            assert row is not None
-            return int(row[0])
-
-    # -- an agent's private key-value memory ----------------------------------------------
-
-    def set_note(self, world_id: str, agent_id: str, item: Note) -> None:
-        key = self._memory_key(world_id, agent_id)
-        expires = None if item.expires_at is None else ts(item.expires_at)
-        with self._write() as cur:
-            cur.execute(
-                "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
-                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
-                (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
-            )
-
-    def delete_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
-        agent = self._memory_key(world_id, agent_id)
-        with self._write() as cur:
-            rows = cur.execute(
-                "DELETE FROM agent_memory WHERE agent_key = %s AND key = %s RETURNING expires_at", (agent, key)
-            ).fetchall()
-        return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
-
-    # -- context once ---------------------------------------------------------------------
-
-    def set_context_session(
-        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
-    ) -> None:
-        with self._write() as cur:
-            cur.execute(
-                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
-                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
-                (
-                    self._memory_key(world_id, agent_id),
-                    session,
-                    chat_key(chat_id),
-                    state.last_sent_id,
-                    ts(state.refreshed_at),
-                ),
-            )
-
     # -- facts and their scope's sections ---------------------------------------------------
 
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
@@ -437,76 +366,7 @@ class PostgresStore(SQLReads):
         )
         return [fact_record(r) for r in rows]
 
-    def change_facts(
-        self,
-        tenant: str,
-        scope: str,
-        now: datetime,
-        *,
-        add: Sequence[NewFact] = (),
-        remove_ids: Sequence[int] = (),
-        update: Mapping[int, NewFact] | None = None,
-        sections: Mapping[str, str] | None = None,
-        clear: bool = False,
-    ) -> FactWrite:
-        """Every change to a scope's facts in one transaction (see the SQLite store)."""
-        at = ts(now)
-        removed: list[int] = []
-        updated: list[Fact] = []
-        added: list[Fact] = []
-        with self._write() as cur:
-            if clear:
-                removed += [r[0] for r in cur.execute(
-                    "DELETE FROM facts WHERE tenant = %s AND scope = %s RETURNING id", (tenant, scope)
-                ).fetchall()]  # fmt: skip
-                cur.execute("DELETE FROM fact_sections WHERE tenant = %s AND scope = %s", (tenant, scope))
-            for fact_id in remove_ids:
-                removed += [r[0] for r in cur.execute(
-                    "DELETE FROM facts WHERE tenant = %s AND scope = %s AND id = %s RETURNING id",
-                    (tenant, scope, fact_id),
-                ).fetchall()]  # fmt: skip
-            for fact_id, new in (update or {}).items():
-                row = cur.execute(
-                    "UPDATE facts SET content = %s, category = %s, confidence = %s, source = %s, avoid = %s,"
-                    f" updated_at = %s WHERE tenant = %s AND scope = %s AND id = %s RETURNING {FACT_COLUMNS}",
-                    (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
-                ).fetchone()
-                if row is not None:
-                    updated.append(fact_record(row))
-            for new in add:
-                row = cur.execute(
-                    "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
-                    f" updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {FACT_COLUMNS}",
-                    (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
-                ).fetchone()
-                assert row is not None
-                added.append(fact_record(row))
-            if sections:
-                current = cur.execute(
-                    "SELECT sections FROM fact_sections WHERE tenant = %s AND scope = %s FOR UPDATE", (tenant, scope)
-                ).fetchone()
-                cur.execute(
-                    "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (%s, %s, %s, %s)"
-                    " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
-                    " updated_at = excluded.updated_at",
-                    (tenant, scope, merged_sections(current[0] if current else None, sections), at),
-                )
-        return FactWrite(tuple(added), tuple(updated), tuple(removed))
-
     # -- long-term memories (notes) -------------------------------------------------------
-
-    def add_memory(self, world_id: str, note: NewMemory) -> Memory:
-        with self._write() as cur:
-            row = cur.execute(
-                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
-                f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING {NOTE_COLUMNS}",
-                (
-                    world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
-                    json.dumps(note.metadata), ts(note.created_at),
-                ),
-            ).fetchone()  # fmt: skip
-        assert row is not None
-        return note_record(row)
 
     def list_memories(
         self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
@@ -517,8 +377,3 @@ class PostgresStore(SQLReads):
             (world_id, list(owners), min_importance, limit),
         )
         return [note_record(r) for r in rows]
-
-    def delete_memory(self, world_id: str, note_id: int) -> bool:
-        with self._write() as cur:
-            cur.execute("DELETE FROM notes WHERE world_id = %s AND id = %s", (world_id, note_id))
-            return cur.rowcount > 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,16 +22,12 @@ try:  # the stdlib sqlite3 of some Python builds cannot load extensions; pysqlit
 except ImportError:  # pragma: no cover - a platform without the wheel
     import sqlite3  # type: ignore[no-redef,unused-ignore]
 
-from recall.core.facts import Fact, NewFact
+from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import ConflictError, InvalidInputError, StoreOpenError, StoreVersionError
 from recall.store.base import (
-    ContextSession,
-    FactWrite,
     Memory,
-    NewMemory,
     NewMessage,
-    Note,
     ParticipantRecord,
     WorldRecord,
 )
@@ -42,7 +38,6 @@ from recall.store.rows import (
     NOTE_COLUMNS,
     chat_key,
     fact_record,
-    merged_sections,
     message_record,
     new_world_key,
     note_record,
@@ -51,7 +46,8 @@ from recall.store.rows import (
     ts,
     world_id_of,
 )
-from recall.store.sql_reads import RAISE_INBOX_MARK, SQLReads
+from recall.store.sql_reads import RAISE_INBOX_MARK
+from recall.store.sql_writes import SQLWrites
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
 from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
 
@@ -92,7 +88,7 @@ def _open_error(path: str, exc: Exception) -> StoreOpenError:
     return StoreOpenError(f"cannot open {path}: {exc}")
 
 
-class SQLiteStore(SQLReads):
+class SQLiteStore(SQLWrites):
     def __init__(self, path: str | Path) -> None:
         """Open the file, creating it (and its folders) when missing; a `StoreOpenError` when
         the place cannot hold a store or the file is not one."""
@@ -136,6 +132,9 @@ class SQLiteStore(SQLReads):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return db.execute(sql, params)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -326,80 +325,6 @@ class SQLiteStore(SQLReads):
                 db.execute(RAISE_INBOX_MARK, (key, key, key, key))
             return marked
 
-    # -- turn counters --------------------------------------------------------------------
-
-    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, ?)"
-                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = excluded.count",
-                (world_id, agent_id, count),
-            )
-
-    def increment_turns(self, world_id: str, agent_id: str) -> int:
-        with self._write() as db:
-            row = db.execute(
-                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, 1)"
-                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = count + 1 RETURNING count",
-                (world_id, agent_id),
-            ).fetchone()
-            return int(row[0])
-
-    # -- observations and actions ---------------------------------------------------------
-
-    def add_observation(
-        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
-    ) -> int:
-        with self._write() as db:
-            cursor = db.execute(
-                "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (world_id, agent_id, kind, sim_time, json.dumps(data), ts(created_at)),
-            )
-            return int(cursor.lastrowid or 0)
-
-    # -- an agent's private key-value memory ----------------------------------------------
-
-    def set_note(self, world_id: str, agent_id: str, item: Note) -> None:
-        key = self._memory_key(world_id, agent_id)
-        expires = None if item.expires_at is None else ts(item.expires_at)
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
-                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
-                (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
-            )
-
-    def delete_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
-        agent = self._memory_key(world_id, agent_id)
-        with self._write() as db:
-            # Expired entries go too, but only a live one counts as forgotten.
-            cursor = db.execute(
-                "DELETE FROM agent_memory WHERE agent_key = ? AND key = ? RETURNING expires_at", (agent, key)
-            )
-            rows = cursor.fetchall()
-        return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
-
-    # -- context once ---------------------------------------------------------------------
-
-    def set_context_session(
-        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
-    ) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
-                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
-                (
-                    self._memory_key(world_id, agent_id),
-                    session,
-                    chat_key(chat_id),
-                    state.last_sent_id,
-                    ts(state.refreshed_at),
-                ),
-            )
-
     # -- facts and their scope's sections ---------------------------------------------------
 
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
@@ -412,80 +337,7 @@ class SQLiteStore(SQLReads):
         )
         return [fact_record(r) for r in rows]
 
-    def change_facts(
-        self,
-        tenant: str,
-        scope: str,
-        now: datetime,
-        *,
-        add: Sequence[NewFact] = (),
-        remove_ids: Sequence[int] = (),
-        update: Mapping[int, NewFact] | None = None,
-        sections: Mapping[str, str] | None = None,
-        clear: bool = False,
-    ) -> FactWrite:
-        """Every change to a scope's facts in one transaction: clear, remove, update, add, and
-        merge sections (an empty text deletes a section)."""
-        at = ts(now)
-        removed: list[int] = []
-        updated: list[Fact] = []
-        added: list[Fact] = []
-        with self._write() as db:
-            if clear:
-                removed += [r[0] for r in db.execute(
-                    "DELETE FROM facts WHERE tenant = ? AND scope = ? RETURNING id", (tenant, scope)
-                ).fetchall()]  # fmt: skip
-                db.execute("DELETE FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
-            for fact_id in remove_ids:
-                removed += [r[0] for r in db.execute(
-                    "DELETE FROM facts WHERE tenant = ? AND scope = ? AND id = ? RETURNING id", (tenant, scope, fact_id)
-                ).fetchall()]  # fmt: skip
-            for fact_id, new in (update or {}).items():
-                row = db.execute(
-                    "UPDATE facts SET content = ?, category = ?, confidence = ?, source = ?, avoid = ?, updated_at = ?"
-                    f" WHERE tenant = ? AND scope = ? AND id = ? RETURNING {FACT_COLUMNS}",
-                    (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
-                ).fetchone()
-                if row is not None:
-                    updated.append(fact_record(row))
-            for new in add:
-                row = db.execute(
-                    "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
-                    f" updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {FACT_COLUMNS}",
-                    (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
-                ).fetchone()
-                added.append(fact_record(row))
-            if sections:
-                current = db.execute(
-                    "SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope)
-                ).fetchone()
-                db.execute(
-                    "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
-                    " updated_at = excluded.updated_at",
-                    (tenant, scope, merged_sections(current[0] if current else None, sections), at),
-                )
-        return FactWrite(tuple(added), tuple(updated), tuple(removed))
-
     # -- long-term memories (notes) -------------------------------------------------------
-
-    def add_memory(self, world_id: str, note: NewMemory) -> Memory:
-        with self._write() as db:
-            row = db.execute(
-                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {NOTE_COLUMNS}",
-                (
-                    world_id,
-                    note.owner,
-                    note.type,
-                    note.content,
-                    note.importance,
-                    note.chat_id,
-                    json.dumps(note.metadata),
-                    ts(note.created_at),
-                ),
-            ).fetchone()
-        return note_record(row)
 
     def list_memories(
         self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
@@ -498,7 +350,3 @@ class SQLiteStore(SQLReads):
             (world_id, *owners, min_importance, limit),
         )
         return [note_record(r) for r in rows]
-
-    def delete_memory(self, world_id: str, note_id: int) -> bool:
-        with self._write() as db:
-            return bool(db.execute("DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0)

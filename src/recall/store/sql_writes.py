@@ -1,0 +1,188 @@
+"""The writes both stores share: the same SQL on SQLite and PostgreSQL, written once with `?`
+placeholders (`_execute` gives each database its own). Writes that truly differ (message ids
+and fan-out, locks, world creation) stay in each store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from recall.core.facts import Fact, NewFact
+from recall.store.base import ContextSession, FactWrite, Memory, NewMemory, Note
+from recall.store.rows import FACT_COLUMNS, NOTE_COLUMNS, chat_key, fact_record, merged_sections, note_record, ts
+from recall.store.sql_reads import SQLReads
+
+
+class SQLWrites(SQLReads):
+    """Mixed into both stores, after their connection handling."""
+
+    #: What a read inside a write transaction appends to lock the rows it will change ('' where
+    #: the whole database is locked for the transaction, as on SQLite).
+    LOCK_ROWS = ""
+
+    def _write(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement written with `?` placeholders in the open write transaction `db`;
+        the cursor (for fetchone, fetchall, rowcount)."""
+        raise NotImplementedError
+
+    # -- turn counters --------------------------------------------------------------------
+
+    def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:
+        with self._write() as db:
+            self._execute(
+                db,
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, ?)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = excluded.count",
+                (world_id, agent_id, count),
+            )
+
+    def increment_turns(self, world_id: str, agent_id: str) -> int:
+        with self._write() as db:
+            row = self._execute(
+                db,
+                "INSERT INTO turn_counters (world_id, agent_id, count) VALUES (?, ?, 1)"
+                " ON CONFLICT (world_id, agent_id) DO UPDATE SET count = turn_counters.count + 1 RETURNING count",
+                (world_id, agent_id),
+            ).fetchone()
+            return int(row[0])
+
+    # -- observations and actions ---------------------------------------------------------
+
+    def add_observation(
+        self, world_id: str, agent_id: str, kind: str, sim_time: float, data: dict[str, Any], created_at: datetime
+    ) -> int:
+        with self._write() as db:
+            row = self._execute(
+                db,
+                "INSERT INTO observations (world_id, agent_id, kind, sim_time, data, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (world_id, agent_id, kind, sim_time, json.dumps(data), ts(created_at)),
+            ).fetchone()
+            return int(row[0])
+
+    # -- an agent's notes (private key-value entries) ----------------------------------------
+
+    def set_note(self, world_id: str, agent_id: str, item: Note) -> None:
+        key = self._memory_key(world_id, agent_id)
+        expires = None if item.expires_at is None else ts(item.expires_at)
+        with self._write() as db:
+            self._execute(
+                db,
+                "INSERT INTO agent_memory (agent_key, key, value, updated_at, expires_at) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (agent_key, key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+                (key, item.key, json.dumps(item.value), ts(item.updated_at), expires),
+            )
+
+    def delete_note(self, world_id: str, agent_id: str, key: str, now: datetime) -> bool:
+        agent = self._memory_key(world_id, agent_id)
+        with self._write() as db:
+            # Expired entries go too, but only a live one counts as forgotten.
+            rows = self._execute(
+                db, "DELETE FROM agent_memory WHERE agent_key = ? AND key = ? RETURNING expires_at", (agent, key)
+            ).fetchall()
+        return bool(rows) and (rows[0][0] is None or rows[0][0] > ts(now))
+
+    # -- context once ---------------------------------------------------------------------
+
+    def set_context_session(
+        self, world_id: str, agent_id: str, session: str, chat_id: str | None, state: ContextSession
+    ) -> None:
+        agent = self._memory_key(world_id, agent_id)
+        with self._write() as db:
+            self._execute(
+                db,
+                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
+                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
+                (agent, session, chat_key(chat_id), state.last_sent_id, ts(state.refreshed_at)),
+            )
+
+    # -- facts and their scope's sections ---------------------------------------------------
+
+    def change_facts(
+        self,
+        tenant: str,
+        scope: str,
+        now: datetime,
+        *,
+        add: Sequence[NewFact] = (),
+        remove_ids: Sequence[int] = (),
+        update: Mapping[int, NewFact] | None = None,
+        sections: Mapping[str, str] | None = None,
+        clear: bool = False,
+    ) -> FactWrite:
+        """Every change to a scope's facts in one transaction: clear, remove, update, add, and
+        merge sections (an empty text deletes a section)."""
+        at = ts(now)
+        with self._write() as db:
+
+            def returned(sql: str, params: Sequence[Any]) -> Iterator[Any]:
+                yield from self._execute(db, sql, params).fetchall()
+
+            removed: list[int] = []
+            if clear:
+                removed += [
+                    r[0]
+                    for r in returned("DELETE FROM facts WHERE tenant = ? AND scope = ? RETURNING id", (tenant, scope))
+                ]
+                self._execute(db, "DELETE FROM fact_sections WHERE tenant = ? AND scope = ?", (tenant, scope))
+            for fact_id in remove_ids:
+                removed += [r[0] for r in returned(
+                    "DELETE FROM facts WHERE tenant = ? AND scope = ? AND id = ? RETURNING id", (tenant, scope, fact_id)
+                )]  # fmt: skip
+            updated: list[Fact] = []
+            for fact_id, new in (update or {}).items():
+                updated += [fact_record(r) for r in returned(
+                    "UPDATE facts SET content = ?, category = ?, confidence = ?, source = ?, avoid = ?, updated_at = ?"
+                    f" WHERE tenant = ? AND scope = ? AND id = ? RETURNING {FACT_COLUMNS}",
+                    (new.content, new.category, new.confidence, new.source, new.avoid, at, tenant, scope, fact_id),
+                )]  # fmt: skip
+            added: list[Fact] = []
+            for new in add:
+                added += [fact_record(r) for r in returned(
+                    "INSERT INTO facts (tenant, scope, content, category, confidence, source, avoid, created_at,"
+                    f" updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {FACT_COLUMNS}",
+                    (tenant, scope, new.content, new.category, new.confidence, new.source, new.avoid, at, at),
+                )]  # fmt: skip
+            if sections:
+                current = self._execute(
+                    db,
+                    f"SELECT sections FROM fact_sections WHERE tenant = ? AND scope = ?{self.LOCK_ROWS}",
+                    (tenant, scope),
+                ).fetchone()
+                self._execute(
+                    db,
+                    "INSERT INTO fact_sections (tenant, scope, sections, updated_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (tenant, scope) DO UPDATE SET sections = excluded.sections,"
+                    " updated_at = excluded.updated_at",
+                    (tenant, scope, merged_sections(current[0] if current else None, sections), at),
+                )
+        return FactWrite(tuple(added), tuple(updated), tuple(removed))
+
+    # -- long-term memories ---------------------------------------------------------------
+
+    def add_memory(self, world_id: str, note: NewMemory) -> Memory:
+        with self._write() as db:
+            row = self._execute(
+                db,
+                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
+                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {NOTE_COLUMNS}",
+                (
+                    world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
+                    json.dumps(note.metadata), ts(note.created_at),
+                ),
+            ).fetchone()  # fmt: skip
+        return note_record(row)
+
+    def delete_memory(self, world_id: str, note_id: int) -> bool:
+        with self._write() as db:
+            return bool(
+                self._execute(db, "DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0
+            )
