@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from recall import BudgetExceededError, ContextBlock, Message, PostRequest, Recall, Settings, World
-from recall.core.context import SUMMARY_HEADER
+from recall.core.context_records import SUMMARY_HEADER
 from recall.core.tokens import TokenCounter
 from tests.conftest import AGENT_B_PROMPT
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from recall import records
 from recall.api import Agent, Recall, Scope, World
-from recall.core.context import Summarizer
+from recall.core.context_records import Summarizer
 from recall.errors import (
     AmbiguousWorldError,
     AuthenticationError,

@@ -22,7 +22,7 @@ from recall.app.posting import PostRequest
 from recall.app.search import SEARCH_KINDS, SearchResult
 from recall.app.service import RecallService
 from recall.core import observations as obs
-from recall.core.context import Context, ContextBlock, Summarizer
+from recall.core.context_records import Context, ContextBlock, Summarizer
 from recall.core.facts import Fact, NewFact
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from recall.app.posting import PostRequest
 from recall.app.search import SearchResult
-from recall.core.context import Context, ContextBlock, ContextMessage, ContextReport, ReportItem
+from recall.core.context_records import Context, ContextBlock, ContextMessage, ContextReport, ReportItem
 from recall.core.facts import Fact
 from recall.core.inbox import CheckResult
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType

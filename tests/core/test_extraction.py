@@ -7,17 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from recall.core.extraction import (
-    MESSAGE_CHARS,
-    ExtractedFact,
-    ExtractionParseError,
-    ExtractionResult,
-    extraction_messages,
-    parse_extraction,
-    plan_changes,
-    usable_messages,
-)
+from recall.core.extraction import MESSAGE_CHARS, extraction_messages, usable_messages
+from recall.core.extraction_plan import ExtractedFact, ExtractionResult, parse_extraction, plan_changes
 from recall.core.facts import Fact
+from recall.errors import ExtractionParseError
 from tests.core.messages import make_message
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recall.core.context import Context, ContextBlock, ContextRequest, build_context
+from recall.core.context import build_context
+from recall.core.context_records import Context, ContextBlock, ContextRequest
 from recall.core.formats import ANTHROPIC_OPENING
 from recall.core.models import AgentProfile, Message
 from recall.core.tokens import TokenCounter

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recall.core.context import ContextRequest, build_context
+from recall.core.context import build_context
+from recall.core.context_records import ContextRequest
 from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.prompt import build_system_prompt
 from recall.core.tokens import TokenCounter

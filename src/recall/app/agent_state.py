@@ -13,7 +13,7 @@ from recall import limits
 from recall.app.posting import Posting
 from recall.app.worlds import Worlds
 from recall.core import observations as obs
-from recall.core.context import ContextBlock
+from recall.core.context_records import ContextBlock
 from recall.core.routing import Decision, decide
 from recall.errors import InvalidInputError, NotFoundError
 from recall.settings import Settings

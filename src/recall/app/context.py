@@ -14,7 +14,8 @@ from recall.app.posting import Posting
 from recall.app.validation import MAX_HISTORY_LIMIT, MAX_MESSAGE_ID, check_channel, check_chat, check_int
 from recall.app.worlds import Worlds
 from recall.core import observations as obs
-from recall.core.context import Context, ContextBlock, ContextRequest, Summarizer, build_context
+from recall.core.context import build_context
+from recall.core.context_records import Context, ContextBlock, ContextRequest, Summarizer
 from recall.core.escaping import escape
 from recall.core.facts import MemoryBlock, rank_facts, recent_conversation, render_memory_block
 from recall.core.models import Message, SenderType

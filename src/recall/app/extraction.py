@@ -31,13 +31,8 @@ from typing import Any
 from recall.app.facts import Facts
 from recall.app.worlds import Worlds
 from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
-from recall.core.extraction import (
-    FactChanges,
-    extraction_messages,
-    parse_extraction,
-    plan_changes,
-    usable_messages,
-)
+from recall.core.extraction import extraction_messages, usable_messages
+from recall.core.extraction_plan import FactChanges, parse_extraction, plan_changes
 from recall.core.facts import Fact
 from recall.core.models import Message, SenderType
 from recall.errors import ExtractionParseError, InvalidInputError, ModelError, UnknownWorldError

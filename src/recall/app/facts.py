@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from recall.app.worlds import Worlds
-from recall.core.extraction import FactChanges
+from recall.core.extraction_plan import FactChanges
 from recall.core.facts import Fact, NewFact, parse_scope, validate_new_fact, validate_sections
 from recall.errors import InvalidInputError, UnknownFactError
 from recall.store.base import Store

@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 
 from starlette.responses import JSONResponse
 
-from recall.core.context import Context
+from recall.core.context_records import Context
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import Decision
