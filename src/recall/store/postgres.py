@@ -16,7 +16,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -26,12 +25,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.facts import Fact
 from recall.core.models import Message
-from recall.errors import ConflictError, StoreOpenError, StoreVersionError
+from recall.errors import StoreOpenError, StoreVersionError
 from recall.store.base import (
     Memory,
     NewMessage,
-    ParticipantRecord,
-    WorldRecord,
 )
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
@@ -42,12 +39,10 @@ from recall.store.rows import (
     chat_key,
     fact_record,
     message_record,
-    new_world_key,
     note_record,
     plan_batch,
     recipient_key,
     ts,
-    world_id_of,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
 from recall.store.sql_writes import SQLWrites
@@ -153,46 +148,18 @@ class PostgresStore(SQLWrites):
     def change_version(self) -> int:
         return int(self._read("SELECT version FROM store_version")[0][0])
 
-    def schema_version(self) -> int:
-        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
-
     def close(self) -> None:
         self._pool.close()
 
-    @staticmethod
-    def _bump(cur: psycopg.Cursor[Any]) -> None:
-        cur.execute("UPDATE store_version SET version = version + 1")
+    def _changed(self, db: Any) -> None:
+        # Other replicas drop their caches of worlds and participants when this moves.
+        db.execute("UPDATE store_version SET version = version + 1")
+
+    def _lock_worlds(self, db: Any) -> None:
+        # One world created at a time across replicas: the check and the key stay true.
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_WORLDS_LOCK,))
 
     # -- worlds and participants ----------------------------------------------------------
-
-    def create_world(
-        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
-    ) -> WorldRecord:
-        with self._write() as cur:
-            # One world created at a time across replicas: the check and the key stay true.
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_WORLDS_LOCK,))
-            if cur.execute("SELECT 1 FROM worlds WHERE tenant = %s AND id = %s", (tenant, world_id)).fetchone():
-                raise ConflictError(f"world {world_id!r} already exists")
-            key = new_world_key(
-                world_id,
-                tenant,
-                lambda k: cur.execute("SELECT 1 FROM worlds WHERE key = %s", (k,)).fetchone() is not None,
-            )
-            cur.execute(
-                "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES (%s, %s, %s, %s, %s, %s)",
-                (key, world_id, name, turn_limit, ts(created_at), tenant),
-            )
-            self._bump(cur)
-        return WorldRecord(world_id, name, created_at, turn_limit, tenant, key)
-
-    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
-        with self._write() as cur:
-            cur.execute(
-                "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (%s, %s, %s, %s, %s)",
-                (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
-            )
-            self._bump(cur)
-        return replace(record, world_id=world_id_of(record.world_id))
 
     def _agent_keys(self, cur: psycopg.Cursor[Any], world_id: str, agents: Iterable[str]) -> dict[str, int]:
         rows = cur.execute(

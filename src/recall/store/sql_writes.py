@@ -7,12 +7,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from recall.core.facts import Fact, NewFact
-from recall.store.base import ContextSession, FactWrite, Memory, NewMemory, Note
-from recall.store.rows import FACT_COLUMNS, NOTE_COLUMNS, chat_key, fact_record, merged_sections, note_record, ts
+from recall.errors import ConflictError
+from recall.store.base import ContextSession, FactWrite, Memory, NewMemory, Note, ParticipantRecord, WorldRecord
+from recall.store.rows import (
+    FACT_COLUMNS,
+    NOTE_COLUMNS,
+    chat_key,
+    fact_record,
+    merged_sections,
+    new_world_key,
+    note_record,
+    ts,
+    world_id_of,
+)
 from recall.store.sql_reads import SQLReads
 
 
@@ -30,6 +42,48 @@ class SQLWrites(SQLReads):
         """Run one statement written with `?` placeholders in the open write transaction `db`;
         the cursor (for fetchone, fetchall, rowcount)."""
         raise NotImplementedError
+
+    def _lock_worlds(self, db: Any) -> None:
+        """Create one world at a time across processes (SQLite's write lock already does)."""
+
+    def _changed(self, db: Any) -> None:
+        """Tell other processes' caches of worlds and participants to drop (SQLite's
+        data_version already does)."""
+
+    def schema_version(self) -> int:
+        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
+
+    # -- worlds and participants ----------------------------------------------------------
+
+    def create_world(
+        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
+    ) -> WorldRecord:
+        with self._write() as db:
+            self._lock_worlds(db)
+            if self._execute(db, "SELECT 1 FROM worlds WHERE tenant = ? AND id = ?", (tenant, world_id)).fetchone():
+                raise ConflictError(f"world {world_id!r} already exists")
+            key = new_world_key(
+                world_id,
+                tenant,
+                lambda k: self._execute(db, "SELECT 1 FROM worlds WHERE key = ?", (k,)).fetchone() is not None,
+            )
+            self._execute(
+                db,
+                "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, world_id, name, turn_limit, ts(created_at), tenant),
+            )
+            self._changed(db)
+        return WorldRecord(world_id, name, created_at, turn_limit, tenant, key)
+
+    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
+        with self._write() as db:
+            self._execute(
+                db,
+                "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
+                (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
+            )
+            self._changed(db)
+        return replace(record, world_id=world_id_of(record.world_id))
 
     # -- turn counters --------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,10 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.facts import Fact
 from recall.core.models import Message
-from recall.errors import ConflictError, InvalidInputError, StoreOpenError, StoreVersionError
+from recall.errors import InvalidInputError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     Memory,
     NewMessage,
-    ParticipantRecord,
-    WorldRecord,
 )
 from recall.store.rows import (
     FACT_COLUMNS,
@@ -39,12 +36,10 @@ from recall.store.rows import (
     chat_key,
     fact_record,
     message_record,
-    new_world_key,
     note_record,
     plan_batch,
     recipient_key,
     ts,
-    world_id_of,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
 from recall.store.sql_writes import SQLWrites
@@ -164,39 +159,11 @@ class SQLiteStore(SQLWrites):
         # SQLite bumps data_version when another connection commits; our own commits do not.
         return int(self._read("PRAGMA data_version")[0][0])
 
-    def schema_version(self) -> int:
-        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
-
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     # -- worlds and participants ----------------------------------------------------------
-
-    def create_world(
-        self, world_id: str, name: str, turn_limit: int | None, created_at: datetime, tenant: str = ""
-    ) -> WorldRecord:
-        with self._write() as db:
-            if db.execute("SELECT 1 FROM worlds WHERE tenant = ? AND id = ?", (tenant, world_id)).fetchone():
-                raise ConflictError(f"world {world_id!r} already exists")
-            key = new_world_key(
-                world_id,
-                tenant,
-                lambda k: db.execute("SELECT 1 FROM worlds WHERE key = ?", (k,)).fetchone() is not None,
-            )
-            db.execute(
-                "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, world_id, name, turn_limit, ts(created_at), tenant),
-            )
-        return WorldRecord(world_id, name, created_at, turn_limit, tenant, key)
-
-    def add_participant(self, record: ParticipantRecord) -> ParticipantRecord:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO participants (world_id, id, kind, profile, created_at) VALUES (?, ?, ?, ?, ?)",
-                (record.world_id, record.id, record.kind, json.dumps(record.profile), ts(record.created_at)),
-            )
-        return replace(record, world_id=world_id_of(record.world_id))
 
     def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
         """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`
