@@ -23,23 +23,16 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import StoreOpenError, StoreVersionError
 from recall.store.base import (
-    Memory,
     NewMessage,
 )
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
-    FACT_COLUMNS,
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
-    NOTE_COLUMNS,
-    chat_key,
-    fact_record,
     message_record,
-    note_record,
     plan_batch,
     recipient_key,
     ts,
@@ -120,6 +113,17 @@ class PostgresStore(SQLWrites):
         # The SQL shared with SQLite (sql_writes.py) is written with `?`; no SQL of recall's
         # holds a literal question mark.
         return db.execute(sql.replace("?", "%s"), params)
+
+    def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
+        return f"{column} = ANY(?{cast})", (list(values),)
+
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
+        return self._read(
+            f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
+            " WHERE d.agent_key = ? AND m.world_id = ? AND m.chat_id = ? AND d.message_id < ?"
+            " ORDER BY d.message_id DESC LIMIT ?",
+            (key, world_id, chat, before, MEMORY_PAGE),
+        )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         # The reads shared with SQLite (sql_reads.py) are written with `?`; no SQL of recall's
@@ -260,28 +264,6 @@ class PostgresStore(SQLWrites):
             return  # this process's own post: its server woke its waiters already
         on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
 
-    def iter_heard(
-        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
-    ) -> Iterator[Message]:
-        """The agent's memory in one chat, newest first, read a page at a time."""
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return
-        chat = chat_key(chat_id)
-        cursor_id = before if before is not None else 2**63 - 1
-        while True:
-            rows = self._read(
-                f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = %s AND m.world_id = %s AND m.chat_id = %s AND d.message_id < %s"
-                " ORDER BY d.message_id DESC LIMIT %s",
-                (key, world_id, chat, cursor_id, MEMORY_PAGE),
-            )
-            for row in rows:
-                yield message_record(row)
-            if len(rows) < MEMORY_PAGE:
-                return
-            cursor_id = rows[-1][0]
-
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
         key = self._agent_key(world_id, agent_id)
         if key is None or not message_ids:
@@ -322,25 +304,4 @@ class PostgresStore(SQLWrites):
             )
         return None if allowed else (1.0 - tokens) / rate
 
-    # -- facts and their scope's sections ---------------------------------------------------
-
-    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
-        if not scopes:
-            return []
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = %s AND scope = ANY(%s) ORDER BY id",
-            (tenant, list(scopes)),
-        )
-        return [fact_record(r) for r in rows]
-
     # -- long-term memories (notes) -------------------------------------------------------
-
-    def list_memories(
-        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
-    ) -> list[Memory]:
-        rows = self._read(
-            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = %s AND owner = ANY(%s::citext[])"
-            " AND importance >= %s ORDER BY importance DESC, id DESC LIMIT %s",
-            (world_id, list(owners), min_importance, limit),
-        )
-        return [note_record(r) for r in rows]

@@ -5,7 +5,7 @@ locks) and stay in each store, but for the inbox's low-water mark (`RAISE_INBOX_
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,7 @@ from recall.errors import RecallError
 from recall.store.base import ContextSession, Memory, Note, ParticipantRecord, WorldRecord
 from recall.store.rows import (
     FACT_COLUMNS,
+    MEMORY_PAGE,
     MESSAGE_COLUMNS,
     NOTE_COLUMNS,
     WORLD_COLUMNS,
@@ -55,6 +56,54 @@ class SQLReads:
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
+
+    def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
+        """A condition that `column` is one of `values`, and its parameters (`cast`: the
+        PostgreSQL type of the list, e.g. '::citext[]')."""
+        raise NotImplementedError
+
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
+        """One page of what the agent `key` heard in a chat, ids below `before`, newest first
+        (each database has the plan that suits it)."""
+        raise NotImplementedError
+
+    def iter_heard(
+        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
+    ) -> Iterator[Message]:
+        """What the agent heard in one chat (its deliveries and own messages), newest first,
+        read a page at a time."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return
+        cursor_id = before if before is not None else 2**63 - 1
+        while True:
+            rows = self._heard_page(key, world_id, chat_key(chat_id), cursor_id)
+            for row in rows:
+                yield message_record(row)
+            if len(rows) < MEMORY_PAGE:
+                return
+            cursor_id = rows[-1][0]
+
+    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
+        if not scopes:
+            return []
+        scope_is, params = self._one_of("scope", scopes)
+        rows = self._read(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND {scope_is} ORDER BY id", (tenant, *params)
+        )
+        return [fact_record(r) for r in rows]
+
+    def list_memories(
+        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
+    ) -> list[Memory]:
+        """Memories visible to `owners` ('' = shared), most important first, then newest."""
+        owner_is, params = self._one_of("owner", owners, "::citext[]")
+        rows = self._read(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND {owner_is} AND importance >= ?"
+            " ORDER BY importance DESC, id DESC LIMIT ?",
+            (world_id, *params, min_importance, limit),
+        )
+        return [note_record(r) for r in rows]
 
     def get_world(self, world_id: str) -> WorldRecord | None:
         """The world whose key is `world_id`."""

@@ -21,22 +21,15 @@ try:  # the stdlib sqlite3 of some Python builds cannot load extensions; pysqlit
 except ImportError:  # pragma: no cover - a platform without the wheel
     import sqlite3  # type: ignore[no-redef,unused-ignore]
 
-from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import InvalidInputError, StoreOpenError, StoreVersionError
 from recall.store.base import (
-    Memory,
     NewMessage,
 )
 from recall.store.rows import (
-    FACT_COLUMNS,
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
-    NOTE_COLUMNS,
-    chat_key,
-    fact_record,
     message_record,
-    note_record,
     plan_batch,
     recipient_key,
     ts,
@@ -130,6 +123,23 @@ class SQLiteStore(SQLWrites):
 
     def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         return db.execute(sql, params)
+
+    def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
+        # Walks the chat's messages newest first and keeps those the agent heard; nothing older
+        # than the agent's first delivery can be among them, so the walk stops there.
+        first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
+        if first is None:
+            return []
+        return self._read(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
+            " ON d.agent_key = ? AND d.message_id = m.id"
+            " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
+            " ORDER BY m.id DESC LIMIT ?",
+            (key, world_id, chat, before, first, MEMORY_PAGE),
+        )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -247,36 +257,6 @@ class SQLiteStore(SQLWrites):
             )
         return plan.stored
 
-    def iter_heard(
-        self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None
-    ) -> Iterator[Message]:
-        """The agent's memory in one chat, newest first, read a page at a time.
-
-        Walks the chat's messages newest first and keeps those in the agent's memory; nothing
-        older than the agent's first delivery can be in it, so the walk stops there.
-        """
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
-            return
-        first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
-        if first is None:
-            return
-        chat = chat_key(chat_id)
-        cursor_id = before if before is not None else 2**63 - 1
-        while True:
-            rows = self._read(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
-                " ON d.agent_key = ? AND d.message_id = m.id"
-                " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
-                " ORDER BY m.id DESC LIMIT ?",
-                (key, world_id, chat, cursor_id, first, MEMORY_PAGE),
-            )
-            for row in rows:
-                yield message_record(row)
-            if len(rows) < MEMORY_PAGE:
-                return
-            cursor_id = rows[-1][0]
-
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
         key = self._agent_key(world_id, agent_id)
         if key is None:
@@ -292,28 +272,4 @@ class SQLiteStore(SQLWrites):
                 db.execute(RAISE_INBOX_MARK, (key, key, key, key))
             return marked
 
-    # -- facts and their scope's sections ---------------------------------------------------
-
-    def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
-        if not scopes:
-            return []
-        marks = ", ".join("?" * len(scopes))
-        rows = self._read(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE tenant = ? AND scope IN ({marks}) ORDER BY id",
-            (tenant, *scopes),
-        )
-        return [fact_record(r) for r in rows]
-
     # -- long-term memories (notes) -------------------------------------------------------
-
-    def list_memories(
-        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
-    ) -> list[Memory]:
-        """Notes visible to `owners` ('' = shared), most important first, then newest."""
-        marks = ", ".join("?" * len(owners))
-        rows = self._read(
-            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner IN ({marks}) AND importance >= ?"
-            " ORDER BY importance DESC, id DESC LIMIT ?",
-            (world_id, *owners, min_importance, limit),
-        )
-        return [note_record(r) for r in rows]
