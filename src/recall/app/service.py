@@ -8,8 +8,6 @@ service before the split stay, as the parts' own bound methods (no second signat
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
 
 from recall.app.agent_state import AgentState
 from recall.app.context import Contexts
@@ -24,24 +22,7 @@ from recall.llm.factory import chat_model_from_settings
 from recall.llm.summarizer import LLMSummarizer
 from recall.search.open import open_search_index
 from recall.settings import Settings
-from recall.store.base import Store
-
-#: Told (world key, message ids or None for "some") of posts another process stored.
-PostListener = Callable[[str, list[int] | None], None]
-
-
-@runtime_checkable
-class SharedRateLimits(Protocol):
-    """A store that keeps rate-limit buckets every replica shares (PostgreSQL)."""
-
-    def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None: ...
-
-
-@runtime_checkable
-class PostAnnouncer(Protocol):
-    """A store that announces posts to every process sharing it (PostgreSQL)."""
-
-    def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread: ...
+from recall.store.base import PostListener, SharedRateLimits, Store
 
 
 class RecallService:
@@ -79,11 +60,11 @@ class RecallService:
 
     def shared_rate_limits(self) -> SharedRateLimits | None:
         """The store, when it keeps rate-limit buckets shared by every replica."""
-        return self.store if isinstance(self.store, SharedRateLimits) else None
+        return self.store.rate_buckets
 
     def listen_for_posts(self, on_post: PostListener, stop: threading.Event) -> threading.Thread | None:
         """Hear posts other processes store, until `stop` is set (None: the store cannot tell)."""
-        return self.store.listen(on_post, stop) if isinstance(self.store, PostAnnouncer) else None
+        return None if self.store.announcer is None else self.store.announcer.listen(on_post, stop)
 
     # -- closing ----------------------------------------------------------------------------
 

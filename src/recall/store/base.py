@@ -6,7 +6,8 @@ no caller changes. Writes that belong together happen inside one method, in one 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -143,9 +144,30 @@ class ContextSession:
     refreshed_at: datetime
 
 
+#: Told (world key, message ids or None for "some") of posts another process stored.
+PostListener = Callable[[str, list[int] | None], None]
+
+
+class SharedRateLimits(Protocol):
+    """Rate-limit buckets every replica shares (PostgreSQL's store)."""
+
+    def rate_hit(self, world_id: str, agent_id: str, per_minute: int, now: float) -> float | None: ...
+
+
+class PostAnnouncer(Protocol):
+    """Announces posts to every process sharing the store (PostgreSQL's LISTEN/NOTIFY)."""
+
+    def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread: ...
+
+
 class Store(Protocol):
     """Every `world_id` argument below is a world's key (`WorldRecord.key`); the records and
     messages the store returns carry the world's id (`world_id_of` the key)."""
+
+    #: Optional abilities, typed (None where the store has none): buckets shared by replicas,
+    #: and announcements of other processes' posts.
+    rate_buckets: SharedRateLimits | None
+    announcer: PostAnnouncer | None
 
     # worlds and participants
     def create_world(

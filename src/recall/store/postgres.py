@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -27,6 +27,9 @@ from recall.core.models import Message
 from recall.errors import StoreOpenError, StoreVersionError
 from recall.store.base import (
     NewMessage,
+    PostAnnouncer,
+    PostListener,
+    SharedRateLimits,
 )
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
@@ -58,7 +61,6 @@ _NOTIFY_IDS = 200
 logger = logging.getLogger("recall.store.postgres")
 
 #: Called by the listener with (world id, the new message ids, or None for "too many to name").
-PostListener = Callable[[str, list[int] | None], None]
 
 
 class PostgresStore(SQLWrites):
@@ -66,6 +68,8 @@ class PostgresStore(SQLWrites):
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url
+        self.rate_buckets: SharedRateLimits | None = self
+        self.announcer: PostAnnouncer | None = self
         self.path = redacted_url(url)
         self._keys: dict[tuple[str, str], int] = {}
         #: Names this process in its own announcements, so its listener skips them.

@@ -25,6 +25,8 @@ from recall.core.models import Message
 from recall.errors import InvalidInputError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     NewMessage,
+    PostAnnouncer,
+    SharedRateLimits,
 )
 from recall.store.rows import (
     MEMORY_PAGE,
@@ -77,6 +79,10 @@ def _open_error(path: str, exc: Exception) -> StoreOpenError:
 
 
 class SQLiteStore(SQLWrites):
+    #: Neither ability: one process's in-memory buckets and notifier serve (see server/).
+    rate_buckets: SharedRateLimits | None = None
+    announcer: PostAnnouncer | None = None
+
     def __init__(self, path: str | Path) -> None:
         """Open the file, creating it (and its folders) when missing; a `StoreOpenError` when
         the place cannot hold a store or the file is not one."""
