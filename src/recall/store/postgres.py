@@ -121,7 +121,7 @@ class PostgresStore(SQLWrites):
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(?{cast})", (list(values),)
 
-    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
             " WHERE d.agent_key = ? AND m.world_id = ? AND m.chat_id = ? AND d.message_id < ?"

@@ -62,9 +62,14 @@ class SQLReads:
         PostgreSQL type of the list, e.g. '::citext[]')."""
         raise NotImplementedError
 
-    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
-        """One page of what the agent `key` heard in a chat, ids below `before`, newest first
-        (each database has the plan that suits it)."""
+    def _heard_floor(self, key: int) -> int | None:
+        """The lowest message id the agent `key` can have heard (None: nothing heard): where a
+        walk down a chat's messages may stop. PostgreSQL walks the deliveries instead: 0."""
+        return 0
+
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
+        """One page of what the agent `key` heard in a chat, ids below `before` (and from
+        `floor`), newest first (each database has the plan that suits it)."""
         raise NotImplementedError
 
     def iter_heard(
@@ -75,9 +80,12 @@ class SQLReads:
         key = self._agent_key(world_id, agent_id)
         if key is None:
             return
+        floor = self._heard_floor(key)
+        if floor is None:
+            return
         cursor_id = before if before is not None else 2**63 - 1
         while True:
-            rows = self._heard_page(key, world_id, chat_key(chat_id), cursor_id)
+            rows = self._heard_page(key, world_id, chat_key(chat_id), cursor_id, floor)
             for row in rows:
                 yield message_record(row)
             if len(rows) < MEMORY_PAGE:

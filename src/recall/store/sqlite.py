@@ -133,18 +133,19 @@ class SQLiteStore(SQLWrites):
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
 
-    def _heard_page(self, key: int, world_id: str, chat: str, before: int) -> list[Any]:
-        # Walks the chat's messages newest first and keeps those the agent heard; nothing older
-        # than the agent's first delivery can be among them, so the walk stops there.
+    def _heard_floor(self, key: int) -> int | None:
+        # The walk below goes down a chat's messages and keeps those the agent heard; nothing
+        # older than the agent's first delivery can be among them, so the walk stops there.
         first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
-        if first is None:
-            return []
+        return None if first is None else int(first)
+
+    def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
             " ON d.agent_key = ? AND d.message_id = m.id"
             " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
             " ORDER BY m.id DESC LIMIT ?",
-            (key, world_id, chat, before, first, MEMORY_PAGE),
+            (key, world_id, chat, before, floor, MEMORY_PAGE),
         )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
