@@ -1,5 +1,5 @@
 """Group commit: what arrives together runs in one worker-thread call, each item learns its own
-outcome, and the checks one post wakes mark what they answered read together."""
+outcome, and the checks one post wakes (and their acknowledgements) run together."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from recall import Recall, Settings
-from recall.server.writer import AckWriter, GroupCommit
+from recall.server.writer import BatchedCalls, GroupCommit
 
 
 class Doubler(GroupCommit[int, int]):
@@ -56,17 +56,18 @@ def test_acks_of_several_agents_go_in_one_call_and_an_unknown_agent_fails_alone(
         world.add_agent("b")
         world.add_human("maria")
         message = world.post("maria", "@a @b lunch?")
-        acks = AckWriter(mem.service)
+        calls = BatchedCalls()
+        deliveries = mem.service.deliveries
 
         async def main() -> list[int | BaseException]:
             return await asyncio.gather(
-                acks.ack("w", "a", [message.id]),
-                acks.ack("w", "b", [message.id]),
-                acks.ack("w", "nobody", [message.id]),
+                calls.call(lambda: deliveries.ack("w", "a", [message.id])),
+                calls.call(lambda: deliveries.ack("w", "b", [message.id])),
+                calls.call(lambda: deliveries.ack("w", "nobody", [message.id])),
                 return_exceptions=True,
             )
 
         results = asyncio.run(main())
         assert results[:2] == [1, 1] and isinstance(results[2], LookupError)
-        assert acks.batches == 1
+        assert calls.batches == 1
         assert world.agent("a").inbox() == [] and world.agent("b").inbox() == []

@@ -23,7 +23,7 @@ from recall.server.config import ApiKey, ServerConfig
 from recall.server.inbox import Notifier
 from recall.server.metrics import Metrics
 from recall.server.ratelimit import RateLimiter
-from recall.server.writer import AckWriter, PostWriter
+from recall.server.writer import BatchedCalls, PostWriter
 from recall.store.base import WorldRecord
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class ServerState:
     keys: KeyRing
     limiter: RateLimiter
     writer: PostWriter
-    acks: AckWriter
+    calls: BatchedCalls
     notifier: Notifier = field(default_factory=Notifier)
     metrics: Metrics = field(default_factory=Metrics)
 
@@ -73,7 +73,7 @@ class ServerState:
     def build(cls, service: RecallService, config: ServerConfig) -> ServerState:
         # A store that keeps rate-limit buckets (PostgreSQL) shares them among the replicas.
         limiter = RateLimiter(config.rate_limit, service.shared_rate_limits())
-        return cls(service, config, KeyRing(config.keys), limiter, PostWriter(service), AckWriter(service))
+        return cls(service, config, KeyRing(config.keys), limiter, PostWriter(service), BatchedCalls())
 
     @property
     def gate(self) -> Gate:

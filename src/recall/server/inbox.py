@@ -27,7 +27,7 @@ from recall.server import views
 if TYPE_CHECKING:
     from recall.app.service import RecallService
     from recall.server.metrics import Metrics
-    from recall.server.writer import AckWriter
+    from recall.server.writer import BatchedCalls
 
 #: The longest a waiting check waits, in seconds.
 MAX_WAIT_SECONDS = 300
@@ -98,10 +98,12 @@ async def wait_for_mentions(
     check: Callable[[], CheckResult],
     timeout: float,
     disconnected: Awaitable[None] | None = None,
+    calls: BatchedCalls | None = None,
 ) -> CheckResult | None:
     """Run `check` until it finds new mentions or `timeout` passes (then None).
 
-    `check` reads the store, so it runs in a worker thread. Subscribes before each check, so a
+    `check` reads the store, so it runs in a worker thread (with `calls`, in one call with the
+    other checks woken together). Subscribes before each check, so a
     post between the check and the sleep still wakes it. Returns None early too when
     `disconnected` completes (the client went away).
     """
@@ -112,7 +114,7 @@ async def wait_for_mentions(
         while True:
             future = notifier.subscribe(world_id, agent_id)
             try:
-                result = await to_thread.run_sync(check)
+                result = await (to_thread.run_sync(check) if calls is None else calls.call(check))
                 if result.new_mentions:
                     return result
                 remaining = deadline - loop.time()
@@ -150,7 +152,7 @@ async def run_check(
     world_id: str,
     agent_id: str,
     query: InboxQuery,
-    acks: AckWriter,
+    calls: BatchedCalls,
     *,
     disconnected: Awaitable[None] | None = None,
     poll_interval: float | None = None,
@@ -175,14 +177,14 @@ async def run_check(
         )
 
     if not query.wait:
-        result: CheckResult | None = await to_thread.run_sync(check, False)
+        result: CheckResult | None = await calls.call(lambda: check(False))
     else:
         if metrics is not None:
             metrics.observe_waiting_check()
         # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
         with _ticking(notifier, world_id, poll_interval):
             result = await wait_for_mentions(
-                notifier, world_id, agent_id, lambda: check(True), query.timeout, disconnected
+                notifier, world_id, agent_id, lambda: check(True), query.timeout, disconnected, calls
             )
     result = result or CheckResult(chat_id=query.chat_id)
     if metrics is not None:
@@ -191,7 +193,8 @@ async def run_check(
     # together with an answer that carries it (at-least-once delivery, spec §6).
     answer = views.check(result)
     if query.mark_read and result.new_mentions:
-        await acks.ack(world_id, agent_id, [m.id for m in result.new_mentions])
+        read = [m.id for m in result.new_mentions]
+        await calls.call(lambda: service.deliveries.ack(world_id, agent_id, read))
     return answer
 
 

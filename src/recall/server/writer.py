@@ -1,5 +1,5 @@
 """Group commit: posts that arrive together are stored in one transaction (and the checks one
-post wakes mark what they answered read in one worker-thread call).
+post wakes run, and mark what they answered read, in one worker-thread call each).
 
 A transaction's cost is mostly its commit, and a message to many agents touches a page of the
 delivery index per agent; posts committed together share both. The posts waiting when a flush
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from anyio import to_thread
 
@@ -105,22 +105,19 @@ class PostWriter(GroupCommit[tuple[str | Callable[[], str], PostRequest], Posted
         return results
 
 
-class AckWriter(GroupCommit[tuple[str, str, list[int]], int]):
-    """Marks read what answered checks carried: the checks one post wakes acknowledge in one
-    worker-thread call."""
+class BatchedCalls(GroupCommit[Callable[[], Any], Any]):
+    """Calls that arrive together run one after another in one worker-thread call: the checks
+    one post wakes, then their acknowledgements, cost a thread hop per batch, not one each (on
+    SQLite, one connection serves them in turn either way)."""
 
-    def __init__(self, service: RecallService) -> None:
-        super().__init__()
-        self.service = service
+    async def call(self, function: Callable[[], Result]) -> Result:
+        return cast(Result, await self.submit(function))
 
-    async def ack(self, world_key: str, agent_id: str, message_ids: list[int]) -> int:
-        return await self.submit((world_key, agent_id, message_ids))
-
-    def run_batch(self, items: list[tuple[str, str, list[int]]]) -> list[int | Exception]:
-        results: list[int | Exception] = []
-        for world_key, agent_id, ids in items:
+    def run_batch(self, items: list[Callable[[], Any]]) -> list[Any]:
+        results: list[Any] = []
+        for function in items:
             try:
-                results.append(self.service.deliveries.ack(world_key, agent_id, ids))
-            except Exception as exc:  # noqa: BLE001 - that check learns why
+                results.append(function())
+            except Exception as exc:  # noqa: BLE001 - that caller learns why
                 results.append(exc)
         return results

@@ -49,7 +49,7 @@ async def check_inbox(
         acting.key,
         acting.agent,
         query,
-        state.acks,
+        state.calls,
         disconnected=_disconnected(request) if wait else None,
         metrics=state.metrics,
     )
