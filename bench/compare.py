@@ -8,6 +8,7 @@ read from it.
 Run
 ---
     git worktree add /tmp/old <commit before the change>
+    make -C /tmp/old .venv/.installed      # its own virtualenv: its `recall` command is its own
     .venv/bin/python bench/compare.py /tmp/old . --bench context --rounds 3 -- --messages 100000
     .venv/bin/python bench/compare.py /tmp/old . --bench server --rounds 3 -- --quick
 
@@ -44,6 +45,7 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
         "server_bench.py",
         [
             ("posts/s (best concurrency)", "posts[*].posts_per_s", True),
+            ("server CPU ms per post (least)", "post_server_cpu_ms", False),
             ("context p50 ms", "context.latency_ms.p50", False),
             ("context p95 ms", "context.latency_ms.p95", False),
             ("broadcast wake p50 ms", "broadcast.latency_ms.p50", False),
@@ -69,11 +71,18 @@ def pick(results: Any, path: str) -> float | None:
     return float(node) if isinstance(node, (int, float)) else None
 
 
-def run_once(tree: Path, script: str, extra: list[str]) -> dict[str, Any]:
+def python_of(tree: Path) -> Path:
+    """The tree's own virtualenv when it has one (`make` in that tree makes it): a benchmark that
+    starts `recall` as a command needs the entry point of that tree's package, not this one's."""
+    own = tree / ".venv" / "bin" / "python"
+    return own if own.exists() else Path(sys.executable)
+
+
+def run_once(tree: Path, script: Path, extra: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="recall-compare-") as tmp:
         out = Path(tmp) / "results.json"
         env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-        command = [sys.executable, str(tree / "bench" / script), *extra, "--json", str(out)]
+        command = [str(python_of(tree)), str(script), *extra, "--json", str(out)]
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         return dict(json.loads(out.read_text()))
 
@@ -85,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench", choices=sorted(BENCHES), required=True)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tree, interleaved")
     parser.add_argument("--json", type=Path, default=None, help="where to write the results")
+    parser.add_argument(
+        "--same-script",
+        action="store_true",
+        help="run the new tree's benchmark script against both trees (for a script that reaches recall"
+        " only as a command or over HTTP, so both are measured by the same client)",
+    )
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     for round_no in range(args.rounds):
         for name, tree in trees.items():
             print(f"round {round_no + 1}/{args.rounds}: {name} ({tree})", file=sys.stderr, flush=True)
-            results = run_once(tree, script, extra)
+            bench_tree = trees["new"] if args.same_script else tree
+            results = run_once(tree, bench_tree / "bench" / script, extra)
             for label, path, _ in metrics:
                 value = pick(results, path)
                 if value is not None:

@@ -668,11 +668,15 @@ async def bench(args: argparse.Namespace, server: Server, console: Console) -> d
                     "seconds": phase.wall,
                     "posts_per_s": args.posts / phase.wall,
                     "deliveries_per_s": args.posts * len(agents) / phase.wall,
+                    # The server's own CPU per post: steadier than posts/s on a machine whose two
+                    # cores the client shares.
+                    "server_cpu_ms_per_post": 1000 * phase.server_cpu / args.posts,
                     "latency_ms": percentiles(latencies),
                     "wrong_fanout": bad,
                 }
             )
         out["posts"] = throughput
+        out["post_server_cpu_ms"] = min(t["server_cpu_ms_per_post"] for t in throughput)
 
         # -- context endpoint ---------------------------------------------------------------------
         if args.context_messages > posted:
