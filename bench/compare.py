@@ -41,6 +41,14 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
             ("context build (history 100) p95 ms", "context_build_ms_history_100.p95", False),
         ],
     ),
+    "embed": (
+        "embed_bench.py",
+        [
+            ("texts/s (batches of 64)", "texts_per_s", True),
+            ("single query p50 ms", "query_ms.p50", False),
+            ("single query p95 ms", "query_ms.p95", False),
+        ],
+    ),
     "server": (
         "server_bench.py",
         [

