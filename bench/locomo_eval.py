@@ -1,7 +1,11 @@
 """Retrieval evaluation on LoCoMo: does recall's search find the turns that answer a question?
 
 Usage:
-    .venv/bin/python bench/locomo_eval.py LOCOMO_JSON [--conversations N] [--method bm25|vector|hybrid] [--json OUT]
+    .venv/bin/python bench/locomo_eval.py LOCOMO_JSON [--conversations N | --range A-B] [--method bm25|vector|hybrid]
+        [--json OUT]
+
+`--range 0-4` is the half the hybrid ranking's weights were fitted on (bench/locomo_fit.py),
+`--range 5-9` the held-out half.
 
 LoCoMo (Maharana et al., ACL 2024, arXiv:2402.17753) is ten long two-person conversations
 (19-32 sessions each, ~6k turns in all) with 1,986 questions whose `evidence` names the turns
@@ -182,7 +186,7 @@ def _recall_summary(questions: Sequence[QuestionResult]) -> dict[str, float]:
 
 def evaluate(
     path: str | Path,
-    conversations: int | None = None,
+    conversations: int | range | None = None,
     method: str = "hybrid",
     settings: Settings | None = None,
     progress: Console | None = None,
@@ -193,7 +197,9 @@ def evaluate(
     started = time.perf_counter()
     samples = json.loads(Path(path).read_text(encoding="utf-8"))
     parsed = read_locomo(path)  # same order as the samples
-    if conversations is not None:
+    if isinstance(conversations, range):
+        samples, parsed = [samples[i] for i in conversations], [parsed[i] for i in conversations]
+    elif conversations is not None:
         samples, parsed = samples[:conversations], parsed[:conversations]
     # index_interval=0: no background indexer; refresh_index() embeds everything before searching.
     settings = settings or Settings(index_interval=0)
@@ -275,13 +281,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("locomo_json", type=Path, help="path of locomo10.json")
     parser.add_argument("--conversations", type=int, default=None, help="evaluate only the first N conversations")
+    parser.add_argument("--range", default=None, help="evaluate conversations A to B (0-based, inclusive), e.g. 5-9")
     parser.add_argument("--method", choices=METHODS, default="hybrid", help="search method (default hybrid)")
     parser.add_argument("--json", type=Path, default=None, dest="json_out", help="also write the report here")
     args = parser.parse_args(argv)
     if args.conversations is not None and args.conversations < 1:
         parser.error("--conversations must be at least 1")
     console = Console(stderr=True)
-    report = evaluate(args.locomo_json, args.conversations, args.method, progress=console)
+    chosen: int | range | None = args.conversations
+    if args.range is not None:
+        first, _, last = args.range.partition("-")
+        chosen = range(int(first), int(last or first) + 1)
+    report = evaluate(args.locomo_json, chosen, args.method, progress=console)
     print_report(report, Console())
     if args.json_out is not None:
         write_json(args.json_out, report)

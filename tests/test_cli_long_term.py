@@ -64,9 +64,15 @@ def test_search_command_finds_messages_memories_and_facts(db: Path) -> None:  # 
     results = json.loads(recall(db, "search", "w", "parcel Lyon", "--k", "5", "--json"))
     assert {r["kind"] for r in results} == {"message", "memory", "fact"}
     assert "weather" not in json.dumps(results[:3])
+    top = results[0]
+    assert top["method"] in ("hybrid", "bm25") and top["keyword_rank"] is not None
+    keyword = json.loads(recall(db, "search", "w", "parcel", "--method", "bm25", "--json"))
+    assert [r["keyword_rank"] for r in keyword] == list(range(1, len(keyword) + 1))
+    assert {r["vector_rank"] for r in keyword} == {None}
     only = json.loads(recall(db, "search", "w", "parcel", "--kind", "message", "--chat", "c1", "--json"))
     assert [r["chat_id"] for r in only] == ["c1"]
-    assert "parcel" in recall(db, "search", "w", "parcel Lyon")
+    table = recall(db, "search", "w", "parcel Lyon")
+    assert "parcel" in table and "kw 1 ·" in table  # why each hit ranks where it does
     assert "k" in recall(db, "search", "w", "parcel", "--k", "0", ok=False)
 
 

@@ -20,7 +20,6 @@ from recall.core.models import Message, SenderType
 from recall.errors import InvalidInputError
 from recall.search.base import IndexItem, RowStore, message_text
 from recall.search.embeddings import Embedder, default_embedder
-from recall.search.fusion import HYBRID_RRF_K, HYBRID_WEIGHTS
 from recall.search.index import SearchIndex
 from recall.search.indexer import BackgroundIndexer
 from recall.search.open import search_index
@@ -147,10 +146,7 @@ def test_hybrid_fuses_both_rankings(setup: Setup) -> None:
     assert set(_ids(hits[:2])) == {setup.messages[0].id, setup.messages[1].id}
     assert all(h.bm25_rank is not None and h.vector_rank is not None for h in hits[:2])
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    weights, k = HYBRID_WEIGHTS, HYBRID_RRF_K
-    assert hits[0].score == pytest.approx(
-        weights["bm25"] / (k + hits[0].bm25_rank) + weights["vector"] / (k + hits[0].vector_rank)
-    )
+    assert all(0 < h.score < 1 for h in hits)  # the ranking model's probability
     # A paraphrase only the vectors find still comes back in a hybrid search.
     assert _search(setup, "computer display smashed", k=1)[0].source_id == setup.messages[2].id
 
@@ -276,7 +272,11 @@ def test_index_messages_is_incremental_and_survives_reopening(store_location: st
     assert index.pending() == 0
     counts = store._read(f"SELECT COUNT(*), COUNT(DISTINCT source_id), {EMBEDDED} FROM search_items")[0]
     assert tuple(counts) == (len(messages) + 1,) * 3
-    vectors = "SELECT COUNT(*) FROM search_vec" if _on_sqlite(store) else "SELECT COUNT(embedding) FROM search_items"
+    vectors = (
+        "SELECT COUNT(embedding) FROM search_vectors"
+        if _on_sqlite(store)
+        else "SELECT COUNT(embedding) FROM search_items"
+    )
     assert store._read(vectors)[0][0] == len(messages) + 1
     assert _ids(index.search("restart", tenant="", space="w", method="vector", k=1)) == [len(messages) + 1]
     mem.close()
@@ -336,7 +336,8 @@ def test_add_replaces_an_item_and_remove_deletes_it(setup: Setup) -> None:
     for method in METHODS:
         assert _search(setup, "spare keys neighbour", kinds=["memory"], method=method) == []
     if _on_sqlite(setup.store):  # on PostgreSQL the vector and the words are columns of the item's row
-        orphans = "SELECT COUNT(*) FROM search_vec WHERE id NOT IN (SELECT id FROM search_items)"
+        # A deleted item's vector is gone; its row stays as a tombstone for other processes' copies.
+        orphans = "SELECT COUNT(embedding) FROM search_vectors WHERE id NOT IN (SELECT id FROM search_items)"
         assert setup.store._read(orphans)[0][0] == 0
         # The FTS index agrees with its content table after the deletes.
         setup.store._read("INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 1)")
@@ -452,7 +453,7 @@ def test_without_an_embedder_searches_fall_back_to_bm25(store_location: str) -> 
             assert hits[0].method == "bm25"
         store = _store(mem)
         storage = (
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'search_vec'"
+            "SELECT COUNT(*) FROM search_vectors"
             if _on_sqlite(store)
             else "SELECT COUNT(*) FROM information_schema.columns"
             " WHERE table_name = 'search_items' AND column_name = 'embedding'"

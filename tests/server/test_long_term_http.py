@@ -117,11 +117,20 @@ def test_search_over_http_finds_and_filters_and_keeps_private_memories_private(s
         assert {r["kind"] for r in found} == {"message", "memory", "fact"}
         message = next(r for r in found if r["kind"] == "message")
         assert message["text"] == "maria: My parcel to Lyon never arrived" and message["chat_id"] == "t1"
+        # Each hit says why it ranks where it does: its place in each method's list, its similarity.
+        assert message["method"] == "hybrid"
+        assert message["keyword_rank"] >= 1 and message["vector_rank"] >= 1 and 0 < message["similarity"] <= 1
+        assert found == sorted(found, key=lambda r: -r["score"])
         assert "weather" not in " ".join(r["text"] for r in found[:4])
         only = admin.post(
             "/v1/worlds/w/search", json={"query": "Lyon", "kinds": ["message"], "chat_id": "t2", "method": "bm25"}
         ).json()["results"]
         assert only == []  # the Lyon message is in chat t1
+        keyword = admin.post("/v1/worlds/w/search", json={"query": "Lyon", "method": "bm25"}).json()["results"]
+        assert [(r["method"], r["vector_rank"], r["similarity"]) for r in keyword] == [("bm25", None, None)] * len(
+            keyword
+        )
+        assert [r["keyword_rank"] for r in keyword] == list(range(1, len(keyword) + 1))
         bad = admin.post("/v1/worlds/w/search", json={"query": "x", "k": 0})
         assert bad.status_code == 422 and "k" in bad.text
 

@@ -346,8 +346,12 @@ async def test_facts_and_memories_tools_in_process(tmp_path: Path) -> None:
                 "memories", {"action": "delete", "agent": "agent-b", "memory_id": note["id"]}
             )
             assert stolen.is_error and "unknown memory" in text(stolen)
-            found = ok(await client.call_tool("search", {"query": "tips", "kinds": ["memory"]}))
-            assert isinstance(found["results"], list)
+            found = ok(await client.call_tool("search", {"query": "shared rule", "kinds": ["memory"]}))
+            top = found["results"][0]
+            assert top["text"] == "Shared rule"
+            # The same explained hit as over REST: what ran, each method's rank, the similarity.
+            assert {"method", "keyword_rank", "vector_rank", "similarity", "score"} <= set(top)
+            assert top["keyword_rank"] == 1
 
 
 @pytest.mark.anyio

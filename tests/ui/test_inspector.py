@@ -170,6 +170,8 @@ def test_search_highlights_the_hits(live: LiveServer, page: Page) -> None:
     hits = page.locator("#results .hit")
     expect(hits.first).to_be_visible()
     expect(hits.first.locator("mark")).to_have_text("invoice")
+    # Why it was found: the method that ran and the hit's place in the keyword list.
+    expect(hits.first.locator(".why")).to_contain_text("keywords #1")
 
 
 def test_stored_text_is_escaped(live: LiveServer, page: Page) -> None:

@@ -22,7 +22,13 @@ SEARCH_METHODS = ("hybrid", "bm25", "vector")
 
 @dataclass(frozen=True)
 class SearchResult:
-    """One search hit, with the id of what it came from."""
+    """One search hit, with the id of what it came from and why it ranks where it does:
+    `method` is what ran (a vector or hybrid search without embeddings runs as bm25);
+    `keyword_rank` and `vector_rank` are its 1-based places in the keyword and vector
+    candidate lists (None when that method did not find it); `similarity` is its cosine
+    similarity to the query (0..1, when the vector search found it); `score` is what the hits
+    are ordered by (the fused score for hybrid, the negated BM25 for bm25, the similarity for
+    vector)."""
 
     kind: str
     source_id: int
@@ -34,6 +40,9 @@ class SearchResult:
     created_at: datetime
     importance: int | None = None
     similarity: float | None = None
+    method: str = "hybrid"
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
 
     @classmethod
     def of(cls, hit: SearchHit) -> SearchResult:
@@ -48,6 +57,9 @@ class SearchResult:
             hit.created_at,
             hit.importance,
             hit.similarity,
+            hit.method,
+            hit.bm25_rank,
+            hit.vector_rank,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +74,9 @@ class SearchResult:
             "created_at": self.created_at.isoformat(),
             "importance": self.importance,
             "similarity": None if self.similarity is None else round(self.similarity, 6),
+            "method": self.method,
+            "keyword_rank": self.keyword_rank,
+            "vector_rank": self.vector_rank,
         }
 
 

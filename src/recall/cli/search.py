@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from recall.app.search import SearchResult
 from recall.cli.shared import JsonFlag, check_location, db_location, err, fail, open_recall, out, print_json, tenant
 from recall.errors import RecallError
 from recall.settings import Settings
@@ -32,6 +33,15 @@ def index(
         return
     if once:
         err.print(f"indexed: {done} steps of work (messages copied + vectors stored)")
+
+
+def why_found(result: SearchResult) -> str:
+    """A hit's places in the keyword and vector lists and its similarity, in a few characters:
+    `kw 1 · vec 3 · 0.712` ('-' where a method did not find it)."""
+    keyword = "-" if result.keyword_rank is None else str(result.keyword_rank)
+    vector = "-" if result.vector_rank is None else str(result.vector_rank)
+    similarity = "" if result.similarity is None else f" · {result.similarity:.3f}"
+    return f"kw {keyword} · vec {vector}{similarity}"
 
 
 class SearchMethod(StrEnum):
@@ -66,10 +76,14 @@ def search(
         if json_:
             print_json([r.to_dict() for r in results])
             return
-        table = Table("score", "kind", "id", "when", "chat", "text", title=Text(f"{query!r} in {world}"))
+        table = Table(
+            "score", "why", "kind", "id", "when", "chat", "text",
+            title=Text(f"{query!r} in {world} ({results[0].method if results else method.value})"),
+        )  # fmt: skip
         for r in results:
             table.add_row(
                 f"{r.score:.4f}",
+                why_found(r),
                 r.kind,
                 str(r.source_id),
                 r.created_at.strftime("%Y-%m-%d %H:%M"),

@@ -180,6 +180,11 @@ class SearchBackend(Protocol):
         its text changed meanwhile; how many were stored."""
         ...
 
+    def maintain(self, dim: int) -> int:
+        """Background upkeep of the vector search for vectors of `dim` floats (the index's
+        background work calls it, never a search); how much was done (0: nothing)."""
+        ...
+
     def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
         """Search rows of the best full-text matches of any of `terms` (not empty), best first."""
         ...

@@ -33,11 +33,12 @@ from recall.search.base import (
     SearchHit,
     hit,
     indexed_text,
+    marks,
     query_terms,
     similarity,
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
-from recall.search.fusion import fuse, hybrid_depth
+from recall.search.ranking import hybrid_depth, rank
 from recall.store.rows import load_json
 
 if TYPE_CHECKING:
@@ -218,9 +219,13 @@ class SearchIndex:
             return self._backend.store_vectors(db, rows, vectors)
 
     def step(self, batch: int = 64) -> int:
-        """One bounded round of indexing: copy a batch of new messages, embed a batch of items.
-        The work done (messages copied + vectors stored); 0 means nothing was left."""
-        return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
+        """One bounded round of indexing: copy a batch of new messages, embed a batch of items,
+        and keep the vector search's structures up (see `SQLiteSearch.maintain`). The work done
+        (messages copied + vectors stored + rows added to search graphs); 0 means nothing was left."""
+        done = self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
+        if self.embedder is not None and self._vec_ready:
+            done += self._backend.maintain(int(self.embedder.dim))
+        return done
 
     def catch_up(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
         """Index and embed until nothing is pending (or `should_stop()` says so); the work done."""
@@ -281,8 +286,45 @@ class SearchIndex:
                 hit(row, ran, similarity(row[10]), vector_rank=rank, similarity=similarity(row[10]))
                 for rank, row in enumerate(self._vector(query, filters, k), 1)
             ]
+        return rank(query, *self._candidates(query, filters, k), k)
+
+    def candidates(
+        self, query: str, *, tenant: str, space: str, kinds: Sequence[str] = KINDS, k: int = 10
+    ) -> tuple[list[Any], list[Any], dict[int, tuple[int | None, int | None]]]:
+        """What a hybrid search for `k` hits ranks: each method's search rows, best first, and
+        the neighbours among them (`ranking.features` says what is made of them). For fitting
+        and explaining the ranking (bench/locomo_fit.py)."""
+        check_query(query, k, "hybrid")
+        return self._candidates(query, search_filters(tenant, space, kinds, None, None, None, None, None, None), k)
+
+    def _candidates(
+        self, query: str, filters: Filters, k: int
+    ) -> tuple[list[Any], list[Any], dict[int, tuple[int | None, int | None]]]:
         depth = hybrid_depth(k)
-        return fuse(self._keyword(query, filters, depth), self._vector(query, filters, depth), k)
+        keyword, vector = self._keyword(query, filters, depth), self._vector(query, filters, depth)
+        return keyword, vector, self._neighbours([*keyword, *vector])
+
+    def _neighbours(self, rows: Sequence[Sequence[Any]]) -> dict[int, tuple[int | None, int | None]]:
+        """For each message among the search rows, the rows of the messages just before and after
+        it in its chat (None where that message is not among the rows)."""
+        by_message = {int(row[2]): int(row[0]) for row in rows if row[1] == "message"}
+        ids = list(by_message)[:MAX_PARAMS]
+        if not ids:
+            return {}
+        found = self._read(
+            "SELECT m.id,"
+            " (SELECT MAX(p.id) FROM messages p WHERE p.world_id = m.world_id AND p.chat_id = m.chat_id AND p.id < m.id),"
+            " (SELECT MIN(n.id) FROM messages n WHERE n.world_id = m.world_id AND n.chat_id = m.chat_id AND n.id > m.id)"
+            f" FROM messages m WHERE m.id IN ({marks(ids)})",
+            ids,
+        )
+        return {
+            by_message[int(m)]: (
+                None if before is None else by_message.get(int(before)),
+                None if after is None else by_message.get(int(after)),
+            )
+            for m, before, after in found
+        }
 
     def _keyword(self, query: str, filters: Filters, limit: int) -> list[Any]:
         terms = query_terms(query)

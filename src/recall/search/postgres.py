@@ -106,6 +106,10 @@ class PostgresSearch:
 
     # -- searching --------------------------------------------------------------------------
 
+    def maintain(self, dim: int) -> int:
+        """Nothing to do: pgvector's HNSW index is kept by the database."""
+        return 0
+
     def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
         """Search rows scored by minus ts_rank (lower is better, as SQLite's bm25())."""
         where, params = where_clause(filters)

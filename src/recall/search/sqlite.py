@@ -1,44 +1,38 @@
-"""The search primitives of the SQLite store: FTS5 (BM25) and sqlite-vec.
+"""The search primitives of the SQLite store: FTS5 (BM25) and vectors searched in memory.
 
 Items live in `search_items`, their words in the external-content FTS5 table `search_fts` (no
-triggers: this module writes both). Vectors live in the `vec0` table `search_vec`, created on
-first use with the embedder's dimension.
-
-`search_vec` layout and why (sqlite-vec 0.1.9, verified by experiment):
-
-- `tenant` and `space` are PARTITION KEYs: a KNN query scans only the vectors of one
-  (tenant, space), so another tenant's or space's items can never appear, and a search costs
-  what its own space holds. Both are needed: 'user:ID' spaces repeat across tenants.
-  Partition keys compare case-sensitively, so the space is stored lowercased (world ids are
-  case-insensitive).
-- A partition allocates whole chunks of `chunk_size` vectors (at 384-d the default 1024 is
-  1.5 MB per partition, even for a user with three facts), so chunks are 32 vectors
-  (~50 KB); KNN over 20k vectors in one space measured the same (~17-19 ms) either way.
-- kind, owner, chat_id, sender, importance, created_at are metadata columns, filtered
-  inside the KNN (so `k` results still come back after filtering). They accept =, !=, <,
-  <=, >, >= and IN; not IS NULL, and they cannot hold NULL: '' stands for no chat or
-  sender and -1 for no importance. Owners are lowercased like spaces.
-- `k` is at most 4096 per query; INSERT OR REPLACE is not supported (delete, then insert).
+triggers: this module writes both). Vectors live as rows of `search_vectors` (the source of
+truth) and are searched in a copy in memory (`vectors.VectorIndex`): a scan of 100,000 vectors
+in SQL costs about 90 ms, the copy answers in a few. The copy is brought in step before each
+search, and by the background indexer (`maintain`), from the rows changed since it last
+looked: `search_state.vectors_changed` counts the transactions that wrote vectors, and each
+row keeps the count of the last one that wrote it. So vectors written by another process (the
+index worker, a CLI command) are found too, and a deleted item's vector (a tombstone row, its
+embedding gone) is forgotten.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from recall.search.base import CONTEXT_WEIGHT, ITEM_COLUMNS, Filters, ItemRow, marks, query_terms, where_clause
+from recall.search.vectors import VectorIndex, VectorRow
 
 if TYPE_CHECKING:
     from recall.store.sqlite import SQLiteStore
 
-#: sqlite-vec refuses a KNN `k` above this.
-_VEC_MAX_K = 4096
-#: Vectors per partition chunk; see the module docstring.
-_VEC_CHUNK = 32
+_CHANGED = "vectors_changed"
+#: Counts one more vector-writing transaction; its value marks the rows that transaction writes.
+_BUMP = (
+    "INSERT INTO search_state (name, value) VALUES (?, 1)"
+    " ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value"
+)
+#: Rows read per statement when the copy catches up.
+_SYNC_PAGE = 5000
 
 
 def match_expression(query: str) -> str:
@@ -53,12 +47,14 @@ def _match(terms: Sequence[str]) -> str:
 
 
 class SQLiteSearch:
-    """The `SearchBackend` of a `SQLiteStore`: on its connection and under its lock."""
+    """The `SearchBackend` of a `SQLiteStore`: on its connection and under its lock; vectors
+    searched in memory."""
 
     not_embedded = "embedded = 0"
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
+        self._memory: VectorIndex | None = None
 
     def sql(self, statement: str) -> str:
         return statement
@@ -66,25 +62,49 @@ class SQLiteSearch:
     def lock_indexing(self, db: Any) -> None:
         """Nothing to do: the write transaction (BEGIN IMMEDIATE) already excludes every writer."""
 
-    # -- the vector table ---------------------------------------------------------------
+    # -- vectors ----------------------------------------------------------------------------
 
     def vectors_exist(self) -> bool:
-        return bool(self.store._read("SELECT 1 FROM sqlite_master WHERE name = 'search_vec'"))
-
-    def create_vectors(self, db: Any, dim: int) -> None:
-        db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS search_vec USING vec0("
-            " id INTEGER PRIMARY KEY,"
-            " tenant TEXT PARTITION KEY,"
-            " space TEXT PARTITION KEY,"
-            f" embedding float[{int(dim)}] distance_metric=cosine,"
-            " kind TEXT, owner TEXT, chat_id TEXT, sender TEXT, importance INTEGER, created_at FLOAT,"
-            f" chunk_size={_VEC_CHUNK})"
+        return bool(
+            self.store._read(
+                "SELECT 1 FROM search_vectors WHERE embedding IS NOT NULL"
+                " UNION ALL SELECT 1 FROM sqlite_master WHERE name = 'search_vec' LIMIT 1"
+            )
         )
 
+    def create_vectors(self, db: Any, dim: int) -> None:
+        """Nothing to create (the table is part of the schema); the copy in memory starts empty."""
+        if self._memory is None or self._memory.dim != dim:
+            self._memory = VectorIndex(dim)
+
     def drop_vectors(self, db: Any) -> None:
-        db.execute("DROP TABLE IF EXISTS search_vec")
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_vec'").fetchone():
+            from recall.store.sqlite_schema import load_vector_extension
+
+            load_vector_extension(db)  # a vec0 table can only be dropped with its module loaded
+            db.execute("DROP TABLE search_vec")
+        (changed,) = db.execute(_BUMP, (_CHANGED,)).fetchone()
+        db.execute("UPDATE search_vectors SET embedding = NULL, changed = ? WHERE embedding IS NOT NULL", (changed,))
         db.execute("UPDATE search_items SET embedded = 0 WHERE embedded = 1")
+        self._memory = None
+
+    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
+        stored = []
+        for (item_id, text), vector in zip(items, vectors, strict=True):
+            marked = db.execute(
+                "UPDATE search_items SET embedded = 1 WHERE id = ? AND embedded = 0 AND text = ? RETURNING id",
+                (item_id, text),
+            ).fetchone()
+            if marked is not None:
+                stored.append((item_id, np.asarray(vector, dtype=np.float32).tobytes()))
+        if stored:
+            (changed,) = db.execute(_BUMP, (_CHANGED,)).fetchone()
+            db.executemany(
+                "INSERT INTO search_vectors (id, changed, embedding) VALUES (?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET changed = excluded.changed, embedding = excluded.embedding",
+                [(item_id, changed, blob) for item_id, blob in stored],
+            )
+        return len(stored)
 
     # -- items ----------------------------------------------------------------------------
 
@@ -103,38 +123,60 @@ class SQLiteSearch:
 
     def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
         rows = db.execute(
-            f"SELECT id, text, context FROM search_items WHERE kind = ? AND source_id IN ({marks(source_ids)})",
+            f"SELECT id, text, context, embedded FROM search_items WHERE kind = ? AND source_id IN ({marks(source_ids)})",
             (kind, *source_ids),
         ).fetchall()
         if not rows:
             return 0
         # The FTS table is external-content: deleting its rows takes their old values.
-        db.executemany("INSERT INTO search_fts (search_fts, rowid, text, context) VALUES ('delete', ?, ?, ?)", rows)
-        if self.vectors_exist():
-            db.executemany("DELETE FROM search_vec WHERE id = ?", [(r[0],) for r in rows])
+        db.executemany(
+            "INSERT INTO search_fts (search_fts, rowid, text, context) VALUES ('delete', ?, ?, ?)",
+            [r[:3] for r in rows],
+        )
+        embedded = [(r[0],) for r in rows if r[3]]
+        if embedded:
+            (changed,) = db.execute(_BUMP, (_CHANGED,)).fetchone()
+            db.executemany(
+                f"UPDATE search_vectors SET embedding = NULL, changed = {int(changed)} WHERE id = ?", embedded
+            )
         db.executemany("DELETE FROM search_items WHERE id = ?", [(r[0],) for r in rows])
         return len(rows)
 
-    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
-        stored = 0
-        for (item_id, text), vector in zip(items, vectors, strict=True):
-            item = db.execute(
-                "UPDATE search_items SET embedded = 1 WHERE id = ? AND embedded = 0 AND text = ?"
-                " RETURNING tenant, space, kind, owner, chat_id, sender, importance, created_at",
-                (item_id, text),
-            ).fetchone()
-            if item is None:
-                continue
-            db.execute(
-                "INSERT INTO search_vec (id, tenant, space, embedding, kind, owner, chat_id, sender, importance,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    item_id, item[0], item[1].lower(), vector.tobytes(), item[2], item[3].lower(),
-                    item[4] or "", item[5] or "", -1 if item[6] is None else item[6], float(item[7]),
-                ),
-            )  # fmt: skip
-            stored += 1
-        return stored
+    # -- the copy in memory ---------------------------------------------------------------
+
+    def _in_step(self, dim: int) -> VectorIndex:
+        """The copy in memory, with every vector change the store holds applied."""
+        memory = self._memory
+        if memory is None or memory.dim != dim:
+            memory = self._memory = VectorIndex(dim)
+        latest = self.store._read("SELECT value FROM search_state WHERE name = ?", (_CHANGED,))
+        if not latest or int(latest[0][0]) <= memory.synced:
+            return memory
+        while True:
+            rows = self.store._read(
+                "SELECT v.id, v.changed, v.embedding, s.tenant, s.space, s.kind, s.owner, s.chat_id, s.sender,"
+                " s.importance, s.created_at FROM search_vectors v LEFT JOIN search_items s ON s.id = v.id"
+                " WHERE v.changed > ? ORDER BY v.changed, v.id LIMIT ?",
+                (memory.synced, _SYNC_PAGE),
+            )
+            if not rows:
+                return memory
+            # A page ends at a whole transaction: the rest of the last one comes with the next page.
+            last = rows[-1][1]
+            whole = [r for r in rows if r[1] < last] if len(rows) == _SYNC_PAGE else rows
+            if not whole:  # one transaction wrote more rows than a page: take it all
+                whole = self.store._read(
+                    "SELECT v.id, v.changed, v.embedding, s.tenant, s.space, s.kind, s.owner, s.chat_id, s.sender,"
+                    " s.importance, s.created_at FROM search_vectors v LEFT JOIN search_items s ON s.id = v.id"
+                    " WHERE v.changed = ? ORDER BY v.id",
+                    (last,),
+                )
+            memory.apply([(int(r[0]), _vector_row(r, dim)) for r in whole], int(whole[-1][1]))
+
+    def maintain(self, dim: int) -> int:
+        """Bring the copy in memory in step and build the graphs of large partitions (the
+        background indexer's work, never a search's); rows added to graphs."""
+        return self._in_step(dim).build_graphs()
 
     # -- searching --------------------------------------------------------------------------
 
@@ -154,20 +196,34 @@ class SQLiteSearch:
         )
 
     def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Any]:
-        """Search rows scored by the cosine distance. The filters are KNN constraints on
-        `search_vec`, so `limit` rows come back whenever that many items pass them (with
-        sentinels instead of NULL: '' for no chat or sender, -1 for no importance, which
-        `>= min_importance` excludes)."""
-        where, params = where_clause(replace(filters, space=filters.space.lower()), _vec_column)
-        return self.store._read(
-            f"SELECT {ITEM_COLUMNS}, v.distance FROM ("
-            " SELECT id, distance FROM search_vec"
-            f" WHERE embedding MATCH ? AND k = ? AND {where}) v"
-            " JOIN search_items s ON s.id = v.id ORDER BY v.distance",
-            (vector.tobytes(), min(limit, _VEC_MAX_K), *params),
-        )
+        """Search rows scored by the cosine distance: the copy in memory finds the nearest
+        items that pass the filters (`limit` whenever that many do), the store gives their rows.
+        An item deleted by another process since the copy was brought in step is left out."""
+        found = self._in_step(len(vector)).nearest(vector, filters, limit)
+        if not found:
+            return []
+        ids = [item_id for item_id, _ in found]
+        rows = {
+            row[0]: row
+            for row in self.store._read(f"SELECT {ITEM_COLUMNS} FROM search_items s WHERE s.id IN ({marks(ids)})", ids)
+        }
+        return [(*rows[item_id], distance) for item_id, distance in found if item_id in rows]
 
 
-def _vec_column(name: str) -> str:
-    """A filter field as a metadata column of `search_vec`."""
-    return name
+def _vector_row(row: Sequence[Any], dim: int) -> VectorRow | None:
+    """The copy's row of a `search_vectors` row joined with its item; None for a tombstone (or a
+    vector of another length, from a model no longer in use)."""
+    if row[2] is None or row[3] is None or len(row[2]) != 4 * dim:
+        return None
+    return VectorRow(
+        item_id=int(row[0]),
+        tenant=row[3],
+        space=row[4],
+        kind=row[5],
+        owner=row[6],
+        chat_id=row[7],
+        sender=row[8],
+        importance=row[9],
+        created_at=float(row[10]),
+        vector=np.frombuffer(row[2], dtype=np.float32),
+    )

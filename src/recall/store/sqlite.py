@@ -38,7 +38,7 @@ from recall.store.rows import (
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
 from recall.store.sql_writes import SQLWrites
-from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS, load_vector_extension
+from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
@@ -99,7 +99,6 @@ class SQLiteStore(SQLWrites):
         except sqlite3.Error as exc:
             raise _open_error(self.path, exc) from None
         try:
-            load_vector_extension(self._db)
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")

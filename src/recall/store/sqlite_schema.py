@@ -6,7 +6,8 @@ from typing import Any
 
 
 def load_vector_extension(db: Any) -> None:
-    """sqlite-vec: the `vec0` virtual table holding the search index's embeddings."""
+    """sqlite-vec: needed only to drop the `vec0` table (`search_vec`) of stores made before
+    schema version 7."""
     import sqlite_vec  # imported here: it loads numpy, which `import recall` does not need
 
     db.enable_load_extension(True)
@@ -241,6 +242,24 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE worlds ADD COLUMN id TEXT NOT NULL DEFAULT '' COLLATE NOCASE;
         UPDATE worlds SET id = key;
         CREATE UNIQUE INDEX worlds_by_tenant ON worlds (tenant, id);
+        """,
+    ),
+    (
+        7,
+        """
+        -- The search index's vectors as plain rows, searched in memory (search/vectors.py): one
+        -- per item ever embedded, keyed by the item's id. `changed` is the value of the counter
+        -- search_state.vectors_changed when the row was last written, so a process brings its
+        -- copy in step by reading the rows changed since it last looked. A deleted item's row
+        -- stays as a tombstone (embedding NULL, nothing of the vector left) for the same reason.
+        -- The sqlite-vec table of earlier versions (search_vec) held vectors of the fp32 model
+        -- and is dropped when the new model first opens the index.
+        CREATE TABLE search_vectors (
+            id          INTEGER PRIMARY KEY,
+            changed     INTEGER NOT NULL,
+            embedding   BLOB
+        );
+        CREATE INDEX search_vectors_by_change ON search_vectors (changed);
         """,
     ),
 ]

@@ -340,6 +340,15 @@ async function scopePage(scope) {
     el("div", { class: "card" }, el("div", { class: "inline" }, filter), table), el("div", { class: "card" }, add));
 }
 
+// Why a hit ranks where it does: its place in each method's list, its similarity, what ran.
+function whyFound(r) {
+  const parts = [`${r.method}`];
+  parts.push(r.keyword_rank == null ? "keywords: –" : `keywords #${r.keyword_rank}`);
+  parts.push(r.vector_rank == null ? "vector: –" : `vector #${r.vector_rank}`);
+  if (r.similarity != null) parts.push(`similarity ${Number(r.similarity).toFixed(3)}`);
+  return parts.join(" · ");
+}
+
 async function searchPage(worldId) {
   crumbs({ text: "worlds", href: "/ui/" }, { text: worldId, href: `/ui/worlds/${enc(worldId)}` }, { text: "search" });
   const params = new URLSearchParams(location.search);
@@ -354,6 +363,7 @@ async function searchPage(worldId) {
   results.replaceChildren(el("div", { class: "card" }, data.results.length ? data.results.map((r) =>
     el("div", { class: "msg hit" },
       el("div", { class: "meta" }, badge(r.kind), ` score ${Number(r.score).toFixed(4)} · `, r.sender ? `${r.sender} · ` : "", when(r.created_at)),
+      el("div", { class: "meta why" }, whyFound(r)),
       el("div", { class: "content" }, highlighted(r.text, query)))) : el("p", { class: "muted" }, "Nothing found.")));
 }
 

@@ -1,0 +1,135 @@
+"""Hybrid ranking: the keyword and vector candidates of a search, scored together by what each
+says about a candidate and about its neighbours.
+
+Reciprocal rank fusion of a strong signal (keywords, on chat turns) and a weak one (a small
+sentence model) barely beats the strong one alone. This ranking instead scores each candidate
+with a logistic model over features that every search has at hand:
+
+- `keyword`: its BM25 score over the best keyword score of the query (0 when the keyword
+  search did not find it), and `keyword_rr`, 1 / (10 + its keyword rank);
+- `similarity`: its cosine similarity to the query (for a candidate the vector search did not
+  return, the lowest similarity it did), and `vector_rr`, 1 / (10 + its vector rank);
+- `neighbour_keyword` and `neighbour_similarity`: the same two scores of the message just
+  before or after it in its chat, whichever is higher (an answer often spans two turns);
+- `speaker`: 1 when the query names the message's sender (questions say whose life they ask
+  about);
+- `length`: log(1 + characters), since a turn that carries information is seldom a one-liner.
+
+The weights were fitted by logistic regression (evidence turns against the other candidates) on
+LoCoMo conversations 0-4 only, with `bench/locomo_fit.py`, and are checked on conversations 5-9
+(docs/benchmarks.md). The score is the model's probability that the candidate answers the
+query (0..1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from recall.search.base import SearchHit, hit, similarity
+
+#: Candidates each method contributes to a hybrid search for `k` hits.
+HYBRID_MIN_DEPTH = 50
+#: The constant of the rank features (as in reciprocal rank fusion).
+RANK_K = 10
+
+#: The logistic model's weights per feature, and its intercept (bench/locomo_fit.py).
+FEATURES = (
+    "keyword",
+    "similarity",
+    "keyword_rr",
+    "vector_rr",
+    "speaker",
+    "length",
+    "neighbour_keyword",
+    "neighbour_similarity",
+)
+WEIGHTS = (3.81, 3.591, 1.601, 2.645, 0.935, 1.535, 2.184, 0.575)
+INTERCEPT = -17.421
+
+
+def hybrid_depth(k: int) -> int:
+    """How many candidates each method contributes to a hybrid search for `k` hits."""
+    return max(k * 4, HYBRID_MIN_DEPTH)
+
+
+def features(
+    query: str,
+    keyword: Sequence[Sequence[Any]],
+    vector: Sequence[Sequence[Any]],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
+) -> dict[int, list[float]]:
+    """Each candidate's features (in `FEATURES` order), by search-row id. `keyword` and
+    `vector` are each method's search rows, best first (score column: lower is better);
+    `neighbours` gives a message's row the ids of the rows of the messages before and after it
+    in its chat (None when they are not candidates)."""
+    strength = {row[0]: max(0.0, -float(row[10])) for row in keyword}
+    best = max(strength.values(), default=0.0)
+    keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
+    keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
+    similarities = {row[0]: similarity(row[10]) for row in vector}
+    floor = min(similarities.values(), default=0.0)
+    vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
+    rows = {row[0]: row for row in (*keyword, *vector)}
+    named = _named(query)
+
+    def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
+        return default if item is None else scores.get(item, default)
+
+    out: dict[int, list[float]] = {}
+    for item, row in rows.items():
+        before, after = neighbours.get(item, (None, None))
+        sender = str(row[7] or "").lower()
+        out[item] = [
+            keyword_score.get(item, 0.0),
+            similarities.get(item, floor),
+            1.0 / (RANK_K + keyword_rank[item]) if item in keyword_rank else 0.0,
+            1.0 / (RANK_K + vector_rank[item]) if item in vector_rank else 0.0,
+            1.0 if sender and sender in named else 0.0,
+            math.log1p(len(str(row[3]))),
+            max(near(before, keyword_score, 0.0), near(after, keyword_score, 0.0)),
+            max(near(before, similarities, floor), near(after, similarities, floor)),
+        ]
+    return out
+
+
+def rank(
+    query: str,
+    keyword: Sequence[Sequence[Any]],
+    vector: Sequence[Sequence[Any]],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
+    k: int,
+) -> list[SearchHit]:
+    """The `k` best hits of a hybrid search, best first (ties keep keyword, then vector order)."""
+    rows = {row[0]: row for row in (*keyword, *vector)}
+    keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
+    vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
+    distances = {row[0]: row[10] for row in vector}
+    scored = [(item, _probability(values)) for item, values in features(query, keyword, vector, neighbours).items()]
+    scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
+    return [
+        hit(
+            rows[item],
+            "hybrid",
+            score,
+            bm25_rank=keyword_rank.get(item),
+            vector_rank=vector_rank.get(item),
+            similarity=similarity(distances[item]) if item in distances else None,
+        )
+        for item, score in scored[:k]
+    ]
+
+
+def _probability(values: Sequence[float]) -> float:
+    logit = INTERCEPT + sum(w * x for w, x in zip(WEIGHTS, values, strict=True))
+    return 1.0 / (1.0 + math.exp(-logit))
+
+
+_WORD = re.compile(r"[\w-]+", re.UNICODE)
+
+
+def _named(query: str) -> set[str]:
+    """The words of a query (lowercased, possessives dropped), against which senders are matched."""
+    return {w.removesuffix("'s") for w in (m.group(0).lower() for m in _WORD.finditer(query))}

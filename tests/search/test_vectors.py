@@ -1,0 +1,229 @@
+"""The in-memory vector index: exact answers (checked against brute force), every filter, `k`
+hits whenever `k` pass the filters (with the HNSW graph too), changes, and a SQLite store's copy
+kept in step with what another process writes and deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from recall import Recall, Settings
+from recall.search import vectors as vectors_module
+from recall.search.base import Filters, IndexItem
+from recall.search.embeddings import Embedder, default_embedder
+from recall.search.open import search_index
+from recall.search.vectors import VectorIndex, VectorRow
+from recall.store.sqlite import SQLiteStore
+
+DIM = 16
+ALL = Filters("t", "w", ("message", "memory", "fact"), None, None, None, None, None, None)
+
+
+def _unit(rng: np.random.Generator, n: int) -> NDArray[np.float32]:
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _rows(rng: np.random.Generator, n: int, start: int = 1) -> list[VectorRow]:
+    """n rows of one partition, with the filter fields varied by the item id."""
+    vectors = _unit(rng, n)
+    return [
+        VectorRow(
+            item_id=i,
+            tenant="t",
+            space="W" if i % 2 else "w",  # spaces compare without case
+            kind=("message", "memory", "fact")[i % 3],
+            owner=("", "Ann", "bob")[i % 3],
+            chat_id=None if i % 5 == 0 else f"chat-{i % 5}",
+            sender=f"s{i % 7}",
+            importance=None if i % 3 != 1 else i % 10 + 1,
+            created_at=float(i),
+            vector=vectors[i - start],
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def _brute_force(rows: Sequence[VectorRow], query: NDArray[np.float32], f: Filters, k: int) -> list[int]:
+    def passes(r: VectorRow) -> bool:
+        return (
+            r.kind in f.kinds
+            and (f.owners is None or r.owner.lower() in f.owners)
+            and (f.chat_id is None or (r.chat_id or "") == f.chat_id)
+            and (f.sender is None or r.sender == f.sender)
+            and (f.since is None or r.created_at >= f.since)
+            and (f.until is None or r.created_at < f.until)
+            and (f.min_importance is None or (r.importance is not None and r.importance >= f.min_importance))
+        )
+
+    kept = [r for r in rows if passes(r)]
+    kept.sort(key=lambda r: -float(r.vector @ query))
+    return [r.item_id for r in kept[:k]]
+
+
+FILTERS = [
+    ALL,
+    replace(ALL, kinds=("memory",)),
+    replace(ALL, owners=("", "ann")),
+    replace(ALL, owners=("nobody",)),
+    replace(ALL, chat_id=""),
+    replace(ALL, chat_id="chat-3"),
+    replace(ALL, sender="s4"),
+    replace(ALL, since=100.0, until=300.0),
+    replace(ALL, min_importance=6),
+    replace(ALL, kinds=("fact",), chat_id="chat-1", sender="s2"),
+]
+
+
+@pytest.fixture(params=["exact", "graph"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Exact scans only, or an HNSW graph for every partition of 100 rows or more (and the
+    exact path only when at most 20 rows pass)."""
+    if request.param == "graph":
+        monkeypatch.setattr(vectors_module, "GRAPH_MIN_ROWS", 100)
+        monkeypatch.setattr(vectors_module, "EXACT_MAX_ROWS", 20)
+    yield request.param
+
+
+@pytest.mark.parametrize("f", FILTERS, ids=lambda f: ",".join(f"{k}={v}" for k, v in vars(f).items() if v))
+def test_nearest_is_the_brute_force_answer_under_every_filter(mode: str, f: Filters) -> None:
+    rng = np.random.default_rng(7)
+    rows = _rows(rng, 3000)
+    index = VectorIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=1)
+    if mode == "graph":
+        assert index.build_graphs() == 3000
+    by_id = {r.item_id: r for r in rows}
+    for query in _unit(rng, 10):
+        passing = set(_brute_force(rows, query, f, len(rows)))
+        for k in (1, 10, 50):
+            found = index.nearest(query, f, k)
+            expected = _brute_force(rows, query, f, k)
+            # Every hit passes the filters and its distance is exact; as many as exist up to k.
+            assert len(found) == len(expected)
+            ids = [item_id for item_id, _ in found]
+            np.testing.assert_allclose(
+                [d for _, d in found], [1 - float(by_id[i].vector @ query) for i in ids], atol=1e-5
+            )
+            assert set(ids) <= passing
+            if mode == "exact":
+                assert ids == expected
+            else:  # approximate: the graph may miss a neighbour, never returns a wrong one
+                assert len(set(ids) & set(expected)) >= 0.8 * len(expected)
+
+
+def test_rows_added_after_the_graph_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vectors_module, "GRAPH_MIN_ROWS", 100)
+    monkeypatch.setattr(vectors_module, "EXACT_MAX_ROWS", 10)
+    rng = np.random.default_rng(1)
+    index = VectorIndex(DIM)
+    first = _rows(rng, 500)
+    index.apply([(r.item_id, r) for r in first], synced=1)
+    assert index.build_graphs() == 500
+    late = _rows(rng, 3, start=1000)
+    index.apply([(r.item_id, r) for r in late], synced=2)
+    for row in late:
+        assert index.nearest(row.vector, ALL, 1)[0][0] == row.item_id
+    assert index.build_graphs() == 3  # the graph is extended, not rebuilt
+    assert index.build_graphs() == 0
+
+
+def test_deleted_and_replaced_items(mode: str) -> None:
+    rng = np.random.default_rng(3)
+    rows = _rows(rng, 400)
+    index = VectorIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=5)
+    index.build_graphs()
+    target = rows[10]
+    assert index.nearest(target.vector, ALL, 1)[0][0] == target.item_id
+    index.apply([(target.item_id, None)], synced=6)  # a tombstone
+    assert target.item_id not in [i for i, _ in index.nearest(target.vector, ALL, 400)]
+    moved = replace(rows[20], vector=target.vector)  # the same item with a new vector
+    index.apply([(moved.item_id, moved)], synced=7)
+    assert index.nearest(target.vector, ALL, 1)[0][0] == moved.item_id
+    assert [i for i, _ in index.nearest(target.vector, ALL, 400)].count(moved.item_id) == 1
+    assert len(index) == 399 and index.synced == 7
+    assert index.nearest(target.vector, replace(ALL, tenant="other"), 5) == []
+    assert index.nearest(target.vector, replace(ALL, space="elsewhere"), 5) == []
+
+
+# -- a SQLite store's copy, in step with other processes ------------------------------------------
+
+
+def _open(path: Path, embedder: Embedder) -> tuple[Recall, object]:
+    mem = Recall(path, settings=Settings(index_interval=0))
+    index = search_index(mem.service.store, embedder)  # type: ignore[arg-type]
+    assert index is not None
+    return mem, index
+
+
+def _memory(text: str, source_id: int) -> IndexItem:
+    return IndexItem("", "w", "memory", source_id, "", text, datetime(2025, 1, 1, tzinfo=UTC), importance=5)
+
+
+def test_a_store_copy_follows_vectors_written_and_deleted_by_another_process(tmp_path: Path) -> None:
+    embedder = default_embedder()
+    path = tmp_path / "shared.db"
+    writer_mem, writer = _open(path, embedder)
+    reader_mem, reader = _open(path, embedder)  # another connection, as another process has
+    try:
+        writer.add([_memory("The spare keys are under the blue flower pot.", 1)])  # type: ignore[attr-defined]
+        writer.catch_up()  # type: ignore[attr-defined]
+
+        def found(query: str) -> list[int]:
+            hits = reader.search(query, tenant="", space="w", method="vector", k=5)  # type: ignore[attr-defined]
+            return [h.source_id for h in hits]
+
+        assert found("where are the keys?") == [1]
+        writer.add([_memory("Our flight to Lisbon leaves at seven in the morning.", 2)])  # type: ignore[attr-defined]
+        writer.catch_up()  # type: ignore[attr-defined]
+        assert found("when is the plane?")[0] == 2
+        writer.remove("memory", [1])  # type: ignore[attr-defined]
+        assert found("where are the keys?") == [2]
+        # Nothing of the deleted item's vector is left in the store.
+        store = writer_mem.service.store
+        assert store._read("SELECT COUNT(embedding) FROM search_vectors")[0][0] == 1  # type: ignore[attr-defined]
+    finally:
+        reader_mem.close()
+        writer_mem.close()
+
+
+def test_a_store_with_the_old_sqlite_vec_table_re_embeds_once(tmp_path: Path) -> None:
+    """A store whose vectors were made by the numpy model (sqlite-vec's `search_vec`) drops
+    them and embeds everything again with the current model, once."""
+    from recall.search.index import model_key
+    from recall.store.sqlite_schema import load_vector_extension
+
+    path = tmp_path / "old.db"
+    with Recall(path, settings=Settings(index_interval=0)) as mem:
+        store = mem.service.store
+        assert isinstance(store, SQLiteStore)
+        index = search_index(store, None)
+        assert index is not None
+        index.add([_memory("The spare keys are under the blue flower pot.", 1)])
+        with store._write() as db:
+            load_vector_extension(db)
+            db.execute("CREATE VIRTUAL TABLE search_vec USING vec0(id INTEGER PRIMARY KEY, embedding float[384])")
+            db.execute("INSERT INTO search_vec (id, embedding) VALUES (1, ?)", (np.ones(384, np.float32).tobytes(),))
+            db.execute("UPDATE search_items SET embedded = 1")
+            db.execute(
+                "INSERT INTO search_state (name, value) VALUES ('vector_model', ?)",
+                (model_key("all-MiniLM-L6-v2", 384),),
+            )
+    with Recall(path, settings=Settings(index_interval=0)) as mem:
+        store = mem.service.store
+        index = search_index(store, default_embedder())  # type: ignore[arg-type]
+        assert index is not None
+        assert store._read("SELECT COUNT(*) FROM sqlite_master WHERE name = 'search_vec'")[0][0] == 0  # type: ignore[attr-defined]
+        assert index.pending() == 1
+        assert index.catch_up() == 1
+        hits = index.search("where are the keys?", tenant="", space="w", method="vector", k=1)
+        assert [h.source_id for h in hits] == [1]
+        again = search_index(store, default_embedder())  # type: ignore[arg-type]
+        assert again is not None and again.pending() == 0  # once
