@@ -44,6 +44,8 @@ from recall.store.rows import load_json
 if TYPE_CHECKING:
     from recall.search.embeddings import Embedder
 
+#: Keyword candidates not embedded yet that a hybrid search embeds itself, at most.
+UNEMBEDDED_MAX = 16
 #: Largest embedding dimension accepted (backends write it into their DDL, so it is checked).
 MAX_DIM = 8192
 
@@ -286,7 +288,8 @@ class SearchIndex:
                 hit(row, ran, similarity(row[10]), vector_rank=rank, similarity=similarity(row[10]))
                 for rank, row in enumerate(self._vector(query, filters, k), 1)
             ]
-        return rank(query, *self._candidates(query, filters, k), k)
+        keyword, vector, neighbours = self._candidates(query, filters, k)
+        return rank(query, keyword, vector, neighbours, k, self._unembedded(query, keyword, vector))
 
     def candidates(
         self, query: str, *, tenant: str, space: str, kinds: Sequence[str] = KINDS, k: int = 10
@@ -303,6 +306,28 @@ class SearchIndex:
         depth = hybrid_depth(k)
         keyword, vector = self._keyword(query, filters, depth), self._vector(query, filters, depth)
         return keyword, vector, self._neighbours([*keyword, *vector])
+
+    def _unembedded(
+        self, query: str, keyword: Sequence[Sequence[Any]], vector: Sequence[Sequence[Any]]
+    ) -> dict[int, float]:
+        """The similarity to the query of keyword candidates not embedded yet (recent posts),
+        embedded now: at most UNEMBEDDED_MAX, the best-ranked first."""
+        if self.embedder is None or not vector:
+            return {}
+        found = {row[0] for row in vector}
+        ids = [row[0] for row in keyword if row[0] not in found]
+        if not ids:
+            return {}
+        rows = self._read(
+            f"SELECT id, text FROM search_items WHERE {self._backend.not_embedded} AND id IN ({marks(ids)})", ids
+        )
+        order = {item: place for place, item in enumerate(ids)}
+        rows = sorted(rows, key=lambda r: order[r[0]])[:UNEMBEDDED_MAX]
+        if not rows:
+            return {}
+        vectors = np.asarray(self.embedder.embed([str(r[1]) for r in rows]), dtype=np.float32)
+        query_vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        return {int(r[0]): similarity(1.0 - float(v @ query_vector)) for r, v in zip(rows, vectors, strict=True)}
 
     def _neighbours(self, rows: Sequence[Sequence[Any]]) -> dict[int, tuple[int | None, int | None]]:
         """For each message among the search rows, the rows of the messages just before and after

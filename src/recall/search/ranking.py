@@ -46,8 +46,8 @@ FEATURES = (
     "neighbour_keyword",
     "neighbour_similarity",
 )
-WEIGHTS = (3.81, 3.591, 1.601, 2.645, 0.935, 1.535, 2.184, 0.575)
-INTERCEPT = -17.421
+WEIGHTS = (3.482, 4.302, 1.602, 2.813, 0.972, 1.496, 2.525, 0.341)
+INTERCEPT = -17.526
 
 
 def hybrid_depth(k: int) -> int:
@@ -60,17 +60,21 @@ def features(
     keyword: Sequence[Sequence[Any]],
     vector: Sequence[Sequence[Any]],
     neighbours: Mapping[int, tuple[int | None, int | None]],
+    unembedded: Mapping[int, float] | None = None,
 ) -> dict[int, list[float]]:
     """Each candidate's features (in `FEATURES` order), by search-row id. `keyword` and
     `vector` are each method's search rows, best first (score column: lower is better);
     `neighbours` gives a message's row the ids of the rows of the messages before and after it
-    in its chat (None when they are not candidates)."""
+    in its chat (None when they are not candidates); `unembedded` the similarity of keyword
+    candidates not embedded yet, computed for this query (a recent post is not pushed down for
+    lack of a stored vector)."""
     strength = {row[0]: max(0.0, -float(row[10])) for row in keyword}
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
     keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
     similarities = {row[0]: similarity(row[10]) for row in vector}
     floor = min(similarities.values(), default=0.0)
+    similarities = {**(unembedded or {}), **similarities}
     vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
     rows = {row[0]: row for row in (*keyword, *vector)}
     named = _named(query)
@@ -101,13 +105,17 @@ def rank(
     vector: Sequence[Sequence[Any]],
     neighbours: Mapping[int, tuple[int | None, int | None]],
     k: int,
+    unembedded: Mapping[int, float] | None = None,
 ) -> list[SearchHit]:
     """The `k` best hits of a hybrid search, best first (ties keep keyword, then vector order)."""
     rows = {row[0]: row for row in (*keyword, *vector)}
     keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
     vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
     distances = {row[0]: row[10] for row in vector}
-    scored = [(item, _probability(values)) for item, values in features(query, keyword, vector, neighbours).items()]
+    scored = [
+        (item, _probability(values))
+        for item, values in features(query, keyword, vector, neighbours, unembedded).items()
+    ]
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [
         hit(

@@ -247,19 +247,22 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         7,
         """
-        -- The search index's vectors as plain rows, searched in memory (search/vectors.py): one
-        -- per item ever embedded, keyed by the item's id. `changed` is the value of the counter
-        -- search_state.vectors_changed when the row was last written, so a process brings its
-        -- copy in step by reading the rows changed since it last looked. A deleted item's row
-        -- stays as a tombstone (embedding NULL, nothing of the vector left) for the same reason.
-        -- The sqlite-vec table of earlier versions (search_vec) held vectors of the fp32 model
-        -- and is dropped when the new model first opens the index.
-        CREATE TABLE search_vectors (
-            id          INTEGER PRIMARY KEY,
-            changed     INTEGER NOT NULL,
-            embedding   BLOB
+        -- The search index is searched in a copy in memory (search/local.py) that each process
+        -- keeps in step with the rows written since it last looked: `changed` is the value of
+        -- the counter search_state.search_changed when the item was inserted or embedded, and a
+        -- deleted item leaves (id, changed) in search_deleted. An item's vector is its
+        -- `embedding` (float32 bytes). The copy holds the words too, so the FTS5 table goes. The
+        -- sqlite-vec table of earlier versions (search_vec) held vectors of the fp32 model and is
+        -- dropped when the new model first opens the index.
+        DROP TABLE search_fts;
+        ALTER TABLE search_items ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE search_items ADD COLUMN embedding BLOB;
+        CREATE INDEX search_items_by_change ON search_items (changed);
+        CREATE TABLE search_deleted (
+            id          INTEGER NOT NULL,
+            changed     INTEGER NOT NULL
         );
-        CREATE INDEX search_vectors_by_change ON search_vectors (changed);
+        CREATE INDEX search_deleted_by_change ON search_deleted (changed);
         """,
     ),
 ]

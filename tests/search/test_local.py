@@ -1,6 +1,6 @@
-"""The in-memory vector index: exact answers (checked against brute force), every filter, `k`
-hits whenever `k` pass the filters (with the HNSW graph too), changes, and a SQLite store's copy
-kept in step with what another process writes and deletes."""
+"""The search index in memory: exact answers (checked against brute force), every filter, `k`
+hits whenever `k` pass the filters (with the HNSW graph too), BM25 over postings, changes, and a
+SQLite store's copy kept in step with what another process writes and deletes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 from numpy.typing import NDArray
 
 from recall import Recall, Settings
-from recall.search import vectors as vectors_module
+from recall.search import local as local_module
 from recall.search.base import Filters, IndexItem
 from recall.search.embeddings import Embedder, default_embedder
+from recall.search.local import LocalIndex, LocalRow
 from recall.search.open import search_index
-from recall.search.vectors import VectorIndex, VectorRow
 from recall.store.sqlite import SQLiteStore
 
 DIM = 16
@@ -30,11 +30,11 @@ def _unit(rng: np.random.Generator, n: int) -> NDArray[np.float32]:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def _rows(rng: np.random.Generator, n: int, start: int = 1) -> list[VectorRow]:
+def _rows(rng: np.random.Generator, n: int, start: int = 1) -> list[LocalRow]:
     """n rows of one partition, with the filter fields varied by the item id."""
     vectors = _unit(rng, n)
     return [
-        VectorRow(
+        LocalRow(
             item_id=i,
             tenant="t",
             space="W" if i % 2 else "w",  # spaces compare without case
@@ -44,14 +44,16 @@ def _rows(rng: np.random.Generator, n: int, start: int = 1) -> list[VectorRow]:
             sender=f"s{i % 7}",
             importance=None if i % 3 != 1 else i % 10 + 1,
             created_at=float(i),
+            text=f"item {i} about " + ("parcels" if i % 4 == 0 else "invoices"),
+            context="",
             vector=vectors[i - start],
         )
         for i in range(start, start + n)
     ]
 
 
-def _brute_force(rows: Sequence[VectorRow], query: NDArray[np.float32], f: Filters, k: int) -> list[int]:
-    def passes(r: VectorRow) -> bool:
+def _brute_force(rows: Sequence[LocalRow], query: NDArray[np.float32], f: Filters, k: int) -> list[int]:
+    def passes(r: LocalRow) -> bool:
         return (
             r.kind in f.kinds
             and (f.owners is None or r.owner.lower() in f.owners)
@@ -86,8 +88,8 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """Exact scans only, or an HNSW graph for every partition of 100 rows or more (and the
     exact path only when at most 20 rows pass)."""
     if request.param == "graph":
-        monkeypatch.setattr(vectors_module, "GRAPH_MIN_ROWS", 100)
-        monkeypatch.setattr(vectors_module, "EXACT_MAX_ROWS", 20)
+        monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 100)
+        monkeypatch.setattr(local_module, "EXACT_MAX_ROWS", 20)
     yield request.param
 
 
@@ -95,7 +97,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
 def test_nearest_is_the_brute_force_answer_under_every_filter(mode: str, f: Filters) -> None:
     rng = np.random.default_rng(7)
     rows = _rows(rng, 3000)
-    index = VectorIndex(DIM)
+    index = LocalIndex(DIM)
     index.apply([(r.item_id, r) for r in rows], synced=1)
     if mode == "graph":
         assert index.build_graphs() == 3000
@@ -119,10 +121,10 @@ def test_nearest_is_the_brute_force_answer_under_every_filter(mode: str, f: Filt
 
 
 def test_rows_added_after_the_graph_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vectors_module, "GRAPH_MIN_ROWS", 100)
-    monkeypatch.setattr(vectors_module, "EXACT_MAX_ROWS", 10)
+    monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 100)
+    monkeypatch.setattr(local_module, "EXACT_MAX_ROWS", 10)
     rng = np.random.default_rng(1)
-    index = VectorIndex(DIM)
+    index = LocalIndex(DIM)
     first = _rows(rng, 500)
     index.apply([(r.item_id, r) for r in first], synced=1)
     assert index.build_graphs() == 500
@@ -137,7 +139,7 @@ def test_rows_added_after_the_graph_are_found(monkeypatch: pytest.MonkeyPatch) -
 def test_deleted_and_replaced_items(mode: str) -> None:
     rng = np.random.default_rng(3)
     rows = _rows(rng, 400)
-    index = VectorIndex(DIM)
+    index = LocalIndex(DIM)
     index.apply([(r.item_id, r) for r in rows], synced=5)
     index.build_graphs()
     target = rows[10]
@@ -188,7 +190,7 @@ def test_a_store_copy_follows_vectors_written_and_deleted_by_another_process(tmp
         assert found("where are the keys?") == [2]
         # Nothing of the deleted item's vector is left in the store.
         store = writer_mem.service.store
-        assert store._read("SELECT COUNT(embedding) FROM search_vectors")[0][0] == 1  # type: ignore[attr-defined]
+        assert store._read("SELECT COUNT(embedding) FROM search_items")[0][0] == 1  # type: ignore[attr-defined]
     finally:
         reader_mem.close()
         writer_mem.close()
@@ -227,3 +229,66 @@ def test_a_store_with_the_old_sqlite_vec_table_re_embeds_once(tmp_path: Path) ->
         assert [h.source_id for h in hits] == [1]
         again = search_index(store, default_embedder())  # type: ignore[arg-type]
         assert again is not None and again.pending() == 0  # once
+
+
+# -- keywords -------------------------------------------------------------------------------------
+
+
+def _bm25(rows: Sequence[LocalRow], terms: Sequence[str], f: Filters) -> dict[int, float]:
+    """BM25 written out the slow way, over the live rows of the partition (text 1, context 0.5)."""
+    from recall.search.local import BM25_B, BM25_K1, words
+
+    def counts(row: LocalRow) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w in words(row.text):
+            out[w] = out.get(w, 0) + 1
+        for w in words(row.context):
+            out[w] = out.get(w, 0) + 0.5
+        return out
+
+    docs = {r.item_id: counts(r) for r in rows}
+    lengths = {i: len(words(r.text)) + 0.5 * len(words(r.context)) for i, r in zip(docs, rows, strict=True)}
+    average = sum(lengths.values()) / len(lengths)
+    scores: dict[int, float] = {}
+    for term in dict.fromkeys(words(" ".join(terms))):
+        df = sum(1 for c in docs.values() if term in c)
+        idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        for row in rows:
+            tf = docs[row.item_id].get(term, 0.0)
+            if tf and row.item_id in set(_brute_force(rows, np.zeros(DIM, np.float32), f, len(rows))):
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[row.item_id] / average)
+                scores[row.item_id] = scores.get(row.item_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
+    return scores
+
+
+def test_keyword_scores_are_bm25_with_stems_accents_and_the_turn_before() -> None:
+    vectors = _unit(np.random.default_rng(5), 5)
+    texts = [
+        ("maria: My parcels were running late", ""),
+        ("bob: the café opened", "maria: where do we meet?"),
+        ("ann: I ran to the cafe", ""),
+        ("maria: yes", "bob: did the parcel arrive?"),  # a reply found by the words it answers
+        ("bob: nothing to see", ""),
+    ]
+    rows = [
+        replace(r, text=text, context=context)
+        for r, (text, context) in zip(_rows(np.random.default_rng(5), 5), texts, strict=True)
+    ]
+    rows = [replace(r, vector=v) for r, v in zip(rows, vectors, strict=True)]
+    index = LocalIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=1)
+    for query, f in [
+        (["parcel"], ALL),
+        (["cafe", "running"], ALL),  # "café" without its accent, "running" stemmed
+        (["parcel", "cafe"], replace(ALL, sender="s2")),
+        (["zebra"], ALL),
+    ]:
+        found = dict(index.keyword(query, f, 10))
+        expected = _bm25(rows, query, f)
+        assert found.keys() == expected.keys(), query
+        for item, score in expected.items():
+            assert found[item] == pytest.approx(score, rel=1e-5)
+    assert [i for i, _ in index.keyword(["parcel"], ALL, 10)] == [1, 4]  # its own words count more
+    assert index.keyword(["parcel"], ALL, 1) == index.keyword(["parcel"], ALL, 10)[:1]
+    index.apply([(1, None)], synced=2)
+    assert [i for i, _ in index.keyword(["parcel"], ALL, 10)] == [4]

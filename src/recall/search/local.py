@@ -1,0 +1,396 @@
+"""The search index in memory: BM25 and nearest neighbours in milliseconds, with filters.
+
+The store keeps every item and vector (it is the source of truth); each process holds this
+copy, loaded from it and kept in step by `LocalIndex.apply` (the rows changed since the last
+sync). Items are grouped in partitions, one per (tenant, space), as the store's searches are:
+another tenant's or space's item is never scored.
+
+A partition holds, per item, the fields searches filter on as numbers (strings become codes of
+one vocabulary), its words as postings (term -> rows and weighted counts), and its vector as a
+row of a float32 matrix once it is embedded. A search
+
+1. turns the filters into a boolean mask over the rows (a few vectorised comparisons);
+2. keyword: adds up each query term's BM25 contribution over that term's postings (numpy, no
+   per-document Python), then keeps the best rows the mask passes;
+3. vector: scores what the mask keeps exactly (one matrix product) when that is cheap, else
+   asks the partition's HNSW graph (`usearch`, int8) for enough candidates that `limit` of them
+   pass the mask, then scores those exactly.
+
+So `limit` hits come back whenever `limit` items pass the filters, and every score is exact.
+Graphs are built by `build_graphs`, called by the index's background work, never by a search;
+until one exists (or for the rows embedded since), rows are scored exactly.
+
+Words: lowercased, accents dropped, Snowball (Porter 2) stems, as the store's full-text
+engines tokenize them. A message's text counts 1, the turn before it (`context`) 0.5: an answer
+is often a short reply whose question holds the words a search uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import unicodedata
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from recall.search.base import CONTEXT_WEIGHT, Filters
+
+if TYPE_CHECKING:
+    from usearch.index import Index
+
+#: Partitions with at least this many vectors get an HNSW graph; below it the exact scan (a
+#: 384-d product with 20,000 rows) takes about a millisecond.
+GRAPH_MIN_ROWS = 20_000
+#: When at most this many rows pass the filters, they are scored exactly, graph or not.
+EXACT_MAX_ROWS = 8_000
+#: Candidates asked of a graph, per hit wanted, before the filters; and the most it is asked for
+#: before the exact scan is cheaper.
+GRAPH_OVERSAMPLE = 2
+GRAPH_MAX_CANDIDATES = 2_000
+#: BM25's term-frequency saturation and length normalisation (the usual values, FTS5's too).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: Rows a partition grows by when full.
+_GROWTH = 1024
+
+_KIND_CODES = {"message": 0, "memory": 1, "fact": 2}
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer  # PyStemmer: loaded with the search index, not with `import recall`
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """A lowercased word as the index holds it: accents dropped, then its Snowball stem."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return str(_stemmer().stemWord(plain))
+
+
+def words(text: str) -> list[str]:
+    """The terms of a text, in order, repeats kept."""
+    return [stem(w) for w in _WORD.findall(text.lower())]
+
+
+@dataclass(frozen=True)
+class LocalRow:
+    """One item as the copy holds it (a row changed in the store)."""
+
+    item_id: int
+    tenant: str
+    space: str
+    kind: str
+    owner: str
+    chat_id: str | None
+    sender: str | None
+    importance: int | None
+    created_at: float
+    text: str
+    context: str
+    vector: NDArray[np.float32] | None
+
+
+class _Vocabulary:
+    """Strings as small integers, so filters compare numbers."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        found = self._codes.get(value)
+        if found is None:
+            found = self._codes[value] = len(self._codes)
+        return found
+
+    def known(self, values: Iterable[str]) -> list[int]:
+        """The codes of the values seen so far (a value never seen matches no row)."""
+        return [self._codes[v] for v in values if v in self._codes]
+
+
+class _Postings:
+    """The rows holding one term and its weighted count in each (appended in row order)."""
+
+    __slots__ = ("rows", "counts")
+
+    def __init__(self) -> None:
+        self.rows = array("q")
+        self.counts = array("f")
+
+
+class _Partition:
+    """The items of one (tenant, space)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.size = 0
+        self.live = 0
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.alive = np.zeros(0, dtype=bool)
+        self.kind = np.zeros(0, dtype=np.int8)
+        self.owner = np.zeros(0, dtype=np.int32)
+        self.chat = np.zeros(0, dtype=np.int32)
+        self.sender = np.zeros(0, dtype=np.int32)
+        self.importance = np.zeros(0, dtype=np.int32)
+        self.created = np.zeros(0, dtype=np.float64)
+        self.length = np.zeros(0, dtype=np.float32)
+        self.total_length = 0.0
+        self.terms: dict[str, _Postings] = {}
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.has_vector = np.zeros(0, dtype=bool)
+        self.in_graph = np.zeros(0, dtype=bool)
+        self.vectors = 0
+        #: The HNSW graph (keys are row numbers), if built.
+        self.graph: Index | None = None
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, row: LocalRow, codes: _Vocabulary) -> int:
+        """Add an item at the end; its row number."""
+        if self.size == len(self.ids):
+            self._grow(max(2 * len(self.ids), _GROWTH))
+        at = self.size
+        self.size += 1
+        self.live += 1
+        self.ids[at] = row.item_id
+        self.alive[at] = True
+        self.kind[at] = _KIND_CODES[row.kind]
+        self.owner[at] = codes.code(row.owner.lower())
+        self.chat[at] = codes.code(row.chat_id or "")
+        self.sender[at] = codes.code(row.sender or "")
+        self.importance[at] = -1 if row.importance is None else row.importance
+        self.created[at] = row.created_at
+        counts: dict[str, float] = {term: float(n) for term, n in Counter(words(row.text)).items()}
+        length = float(sum(counts.values()))
+        if row.context:
+            context = Counter(words(row.context))
+            for term, times in context.items():
+                counts[term] = counts.get(term, 0.0) + CONTEXT_WEIGHT * times
+            length += CONTEXT_WEIGHT * sum(context.values())
+        for term, n in counts.items():
+            postings = self.terms.get(term)
+            if postings is None:
+                postings = self.terms[term] = _Postings()
+            postings.rows.append(at)
+            postings.counts.append(n)
+        self.length[at] = length
+        self.total_length += length
+        self.set_vector(at, row.vector)
+        return at
+
+    def set_vector(self, at: int, vector: NDArray[np.float32] | None) -> None:
+        had = bool(self.has_vector[at])
+        if vector is None:
+            self.has_vector[at] = False
+        else:
+            self.matrix[at] = vector
+            self.has_vector[at] = True
+            self.in_graph[at] = False  # a new vector for this row: the graph's is stale
+        self.vectors += int(self.has_vector[at]) - int(had)
+
+    def remove(self, at: int) -> None:
+        self.alive[at] = False
+        self.live -= 1
+        self.total_length -= float(self.length[at])
+        self.set_vector(at, None)
+
+    def _grow(self, capacity: int) -> None:
+        """New, larger arrays; a search or graph build holding the old ones reads them unchanged."""
+
+        def grown(old: NDArray[Any]) -> NDArray[Any]:
+            bigger = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+            bigger[: self.size] = old[: self.size]
+            return bigger
+
+        for name in ("ids", "alive", "kind", "owner", "chat", "sender", "importance", "created", "length", "matrix"):
+            setattr(self, name, grown(getattr(self, name)))
+        self.has_vector, self.in_graph = grown(self.has_vector), grown(self.in_graph)
+
+    # -- searching ------------------------------------------------------------------------------
+
+    def mask(self, f: Filters, codes: _Vocabulary) -> NDArray[np.bool_]:
+        """The rows that pass the filters."""
+        n = self.size
+        keep = self.alive[:n].copy()
+        kinds = [_KIND_CODES[k] for k in f.kinds if k in _KIND_CODES]
+        if len(kinds) < len(_KIND_CODES):
+            keep &= np.isin(self.kind[:n], kinds)
+        if f.owners is not None:
+            keep &= np.isin(self.owner[:n], codes.known(f.owners))
+        for column, value in ((self.chat, f.chat_id), (self.sender, f.sender)):
+            if value is not None:
+                known = codes.known([value])
+                keep &= column[:n] == (known[0] if known else -2)
+        if f.since is not None:
+            keep &= self.created[:n] >= f.since
+        if f.until is not None:
+            keep &= self.created[:n] < f.until
+        if f.min_importance is not None:
+            keep &= self.importance[:n] >= f.min_importance
+        return keep
+
+    def keyword(self, terms: Sequence[str], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
+        """(item id, BM25 score) of the `limit` best rows `keep` passes that hold a term, best first."""
+        n = self.size
+        if not self.live:
+            return []
+        scores = np.zeros(n, dtype=np.float32)
+        average = self.total_length / self.live
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[:n] / max(average, 1e-9))
+        for term in dict.fromkeys(stem(t) for t in terms):
+            postings = self.terms.get(term)
+            if postings is None:
+                continue
+            rows = np.frombuffer(postings.rows, dtype=np.int64)
+            counts = np.frombuffer(postings.counts, dtype=np.float32)
+            df = len(rows)
+            idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
+            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm[rows])
+        found = np.flatnonzero(keep & (scores > 0))
+        return self._best(found, scores[found], limit)
+
+    def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
+        """(item id, cosine distance) of the `limit` nearest rows `keep` passes, nearest first."""
+        keep = keep & self.has_vector[: self.size]
+        passing = int(keep.sum())
+        if passing == 0:
+            return []
+        if passing <= EXACT_MAX_ROWS or self.graph is None:
+            rows = np.flatnonzero(keep)
+            return self._distances(rows, self.matrix[rows] @ query, limit)
+        wanted = min(self.size, math.ceil(GRAPH_OVERSAMPLE * limit * self.size / passing))
+        # Rows embedded since the graph was last extended are scored exactly beside its candidates.
+        recent = np.flatnonzero(keep & ~self.in_graph[: self.size])
+        while wanted <= GRAPH_MAX_CANDIDATES:
+            found = self.graph.search(query, wanted).keys.astype(np.int64)
+            found = found[keep[found]] if len(found) else found
+            if len(found) >= limit or wanted >= self.vectors:
+                rows = np.union1d(found, recent)
+                return self._distances(rows, self.matrix[rows] @ query, limit)
+            wanted *= 4
+        # Too few candidates pass: scoring every row costs less than asking the graph deeper.
+        rows = np.flatnonzero(keep)
+        return self._distances(rows, self.matrix[rows] @ query, limit)
+
+    def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        if len(rows) > limit:
+            top = np.argpartition(-scores, limit - 1)[:limit]
+            rows, scores = rows[top], scores[top]
+        order = np.argsort(-scores, kind="stable")
+        return [(int(self.ids[r]), float(s)) for r, s in zip(rows[order], scores[order], strict=True)]
+
+    def _distances(
+        self, rows: NDArray[np.int64], similarity: NDArray[np.float32], limit: int
+    ) -> list[tuple[int, float]]:
+        return [(item, 1.0 - s) for item, s in self._best(rows, similarity, limit)]
+
+
+class LocalIndex:
+    """A store's search index in memory, by partition. Thread-safe: searches, syncs and graph
+    builds may come from different threads."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._partitions: dict[tuple[str, str], _Partition] = {}
+        #: Where each item's row is: (partition key, row number).
+        self._where: dict[int, tuple[tuple[str, str], int]] = {}
+        self._codes = _Vocabulary()
+        self._lock = threading.Lock()
+        #: The store's change counter up to which this copy is in step (-1: nothing read yet).
+        self.synced = -1
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def apply(self, changes: Sequence[tuple[int, LocalRow | None]], synced: int) -> None:
+        """Take rows changed in the store, oldest change first: (item id, its row, or None when
+        the item was deleted). `synced` is the store's counter they bring this copy up to."""
+        with self._lock:
+            for item_id, row in changes:
+                place = self._where.get(item_id)
+                if row is not None and place is not None and place[0] == _key(row):
+                    # The same item, embedded (or its vector dropped) since: only the vector changes.
+                    self._partitions[place[0]].set_vector(place[1], row.vector)
+                    continue
+                if place is not None:
+                    self._partitions[place[0]].remove(place[1])
+                    del self._where[item_id]
+                if row is not None:
+                    key = _key(row)
+                    partition = self._partitions.get(key)
+                    if partition is None:
+                        partition = self._partitions[key] = _Partition(self.dim)
+                    self._where[item_id] = (key, partition.append(row, self._codes))
+            self.synced = max(self.synced, synced)
+
+    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """(item id, BM25 score) of the `limit` best items holding any of `terms` that pass the
+        filters, best first."""
+        with self._lock:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            if partition is None or limit < 1 or not terms:
+                return []
+            return partition.keyword(terms, partition.mask(filters, self._codes), limit)
+
+    def nearest(self, query: NDArray[np.float32], filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """(item id, cosine distance) of the `limit` nearest embedded items that pass the
+        filters, nearest first."""
+        with self._lock:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            if partition is None or limit < 1:
+                return []
+            keep = partition.mask(filters, self._codes)
+            return partition.nearest(np.asarray(query, dtype=np.float32), keep, limit)
+
+    def build_graphs(self) -> int:
+        """Build or extend the HNSW graph of every partition with enough vectors; how many rows
+        were added to graphs. A new graph is built outside the lock: searches go on meanwhile."""
+        from usearch.index import Index  # loaded when a partition first needs a graph
+
+        added = 0
+        for key in list(self._partitions):
+            with self._lock:
+                partition = self._partitions.get(key)
+                if partition is None or partition.vectors < GRAPH_MIN_ROWS:
+                    continue
+                todo = np.flatnonzero(partition.has_vector[: partition.size] & ~partition.in_graph[: partition.size])
+                if not len(todo):
+                    continue
+                if partition.graph is not None:
+                    # A few rows more (what was embedded since): added in place, under the lock,
+                    # so no search walks the graph while it changes. A row whose vector changed
+                    # is replaced.
+                    stale = [int(r) for r in todo if partition.graph.contains(int(r))]
+                    if stale:
+                        partition.graph.remove(stale)
+                    partition.graph.add(todo, partition.matrix[todo], threads=1)
+                    partition.in_graph[todo] = True
+                    added += len(todo)
+                    continue
+                vectors = partition.matrix[todo]  # a copy: the partition may change meanwhile
+            graph = Index(ndim=self.dim, metric="ip", dtype="i8")
+            graph.add(todo, vectors, threads=1)
+            with self._lock:
+                if self._partitions.get(key) is partition and partition.graph is None:
+                    # Rows whose vector changed meanwhile stay out of the graph (in_graph False):
+                    # the next build replaces them.
+                    unchanged = todo[np.all(partition.matrix[todo] == vectors, axis=1) & partition.has_vector[todo]]
+                    partition.graph = graph
+                    partition.in_graph[unchanged] = True
+                    added += len(unchanged)
+        return added
+
+
+def _key(row: LocalRow) -> tuple[str, str]:
+    return (row.tenant, row.space.lower())
