@@ -12,7 +12,8 @@ Run
     .venv/bin/python bench/compare.py /tmp/old . --bench context --rounds 3 -- --messages 100000
     .venv/bin/python bench/compare.py /tmp/old . --bench server --rounds 3 -- --quick
 
-Anything after `--` goes to the benchmark script.
+Anything after `--` goes to the benchmark script; `{tree}` in it becomes `old` or `new` (for a
+store each tree keeps for itself, e.g. `--reuse /tmp/{tree}.db`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
             ("single query p95 ms", "query_ms.p95", False),
         ],
     ),
+    "search": (
+        "search_bench.py",
+        [
+            (f"{method} {where} p{q} ms", f"search[method={method},filter={where}].p{q}_ms", False)
+            for method in ("bm25", "vector", "hybrid")
+            for where in ("none", "chat", "since")
+            for q in (50, 95)
+        ],
+    ),
     "server": (
         "server_bench.py",
         [
@@ -65,9 +75,16 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
 
 
 def pick(results: Any, path: str) -> float | None:
-    """The number at a dotted path; `name[*].field` takes the best of a list (max)."""
+    """The number at a dotted path; `name[*].field` takes the best of a list (max), and
+    `name[key=value,...].field` the first item of a list whose keys have those values."""
     node = results
     for part in path.split("."):
+        if part.endswith("]") and "[" in part and not part.endswith("[*]"):
+            name, _, wanted = part[:-1].partition("[")
+            conditions = dict(pair.split("=", 1) for pair in wanted.split(","))
+            items = node.get(name, []) if isinstance(node, dict) else []
+            node = next((i for i in items if all(str(i.get(k)) == v for k, v in conditions.items())), None)
+            continue
         if part.endswith("[*]"):
             items = node.get(part[:-3], []) if isinstance(node, dict) else []
             rest = path.split(part + ".", 1)[1]
@@ -118,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, tree in trees.items():
             print(f"round {round_no + 1}/{args.rounds}: {name} ({tree})", file=sys.stderr, flush=True)
             bench_tree = trees["new"] if args.same_script else tree
-            results = run_once(tree, bench_tree / "bench" / script, extra)
+            results = run_once(tree, bench_tree / "bench" / script, [a.replace("{tree}", name) for a in extra])
             for label, path, _ in metrics:
                 value = pick(results, path)
                 if value is not None:
