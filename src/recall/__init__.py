@@ -117,7 +117,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Records whose modules load heavy libraries (numpy, sqlite-vec) come on first use."""
+    """Records whose modules load heavy libraries (numpy) come on first use."""
     if name in records.LAZY:
         return getattr(records, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

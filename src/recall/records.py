@@ -1,7 +1,7 @@
 """The public records: what the Python API returns and takes, importable from one place.
 
 Each is defined beside the code that makes it and re-exported here, so callers (and type
-hints) need not know where that is. `SearchHit`'s module loads numpy and sqlite-vec, so it is
+hints) need not know where that is. `SearchHit`'s module loads numpy, so it is
 imported on first use: `import recall` stays light.
 """
 

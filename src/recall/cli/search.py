@@ -76,18 +76,16 @@ def search(
         if json_:
             print_json([r.to_dict() for r in results])
             return
-        table = Table(
-            "score", "why", "kind", "id", "when", "chat", "text",
-            title=Text(f"{query!r} in {world} ({results[0].method if results else method.value})"),
-        )  # fmt: skip
+        title = f"{query!r} in {world} ({results[0].method if results else method.value})"
+        table = Table("score", "kind", "id", "when", "chat", "text", title=Text(title))
         for r in results:
             table.add_row(
                 f"{r.score:.4f}",
-                why_found(r),
                 r.kind,
                 str(r.source_id),
                 r.created_at.strftime("%Y-%m-%d %H:%M"),
                 Text(r.chat_id or ""),
-                Text(r.text),
+                # Why it ranks there, under its text: the table stays as narrow as before.
+                Text.assemble(r.text, "\n", (why_found(r), "dim")),
             )
         out.print(table)

@@ -87,11 +87,11 @@ class ItemRow(NamedTuple):
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One result. `score` is higher-is-better: the RRF score for hybrid, the negated BM25
-    for bm25, the cosine similarity for vector. `method` is what actually ran (a vector or
-    hybrid search without an embedder runs as bm25). Ranks are 1-based within each method's
-    candidate list; `similarity` is 1 - cosine distance (clamped to 0..1) when the vector
-    search found the item."""
+    """One result. `score` is higher-is-better: the ranking model's probability for hybrid (see
+    `ranking.py`), the BM25 score for bm25, the cosine similarity for vector. `method` is what
+    actually ran (a vector or hybrid search without an embedder runs as bm25). Ranks are 1-based
+    within each method's candidate list; `similarity` is 1 - cosine distance (clamped to 0..1)
+    when the vector search found the item."""
 
     kind: Kind
     source_id: int

@@ -14,6 +14,7 @@ command) is searched too.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,8 @@ class SQLiteSearch:
     def __init__(self, store: SQLiteStore, dim: int = 0) -> None:
         self.store = store
         self._local: LocalIndex | None = None
+        #: One catch-up at a time (a search and the background indexer would read the same rows).
+        self._syncing = threading.Lock()
         #: The vector length of the embedder (0: keyword search only).
         self._dim = dim
 
@@ -120,6 +123,10 @@ class SQLiteSearch:
 
     def _in_step(self) -> LocalIndex:
         """The copy in memory, with every change the store holds applied."""
+        with self._syncing:
+            return self._catch_up()
+
+    def _catch_up(self) -> LocalIndex:
         local = self._local
         if local is None:
             local = self._local = LocalIndex(self._dim)
