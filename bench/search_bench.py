@@ -283,11 +283,11 @@ def build(mem: Recall, items: Sequence[Item], embed_batch: int, console: Console
             console.print(f"embedded {embedded}/{pending}: {rate:.1f} texts/s, about {eta / 60:.1f} min left")
             last_report = now
     embed_seconds = time.perf_counter() - started
-    # The vectors into memory and the HNSW graph of the world's partition (what the background
-    # indexer's `step` does after embedding).
+    # The index into memory and the HNSW graph of the world's partition (what the background
+    # indexer's `maintain` does after embedding).
     started = time.perf_counter()
     graph_rows = 0
-    while done := index.step(embed_batch):
+    while done := index.maintain():
         graph_rows += done
     graph_seconds = time.perf_counter() - started
     console.print(f"vectors loaded and graph built ({graph_rows} rows) in {graph_seconds:.1f} s")

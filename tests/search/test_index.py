@@ -525,6 +525,9 @@ class _Failing:
             raise OSError("disk I/O error")
         return self.index.step(batch)
 
+    def maintain(self) -> int:
+        return self.index.maintain()
+
     def pending(self) -> int:
         return self.index.pending()
 

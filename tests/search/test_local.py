@@ -292,3 +292,25 @@ def test_keyword_scores_are_bm25_with_stems_accents_and_the_turn_before() -> Non
     assert index.keyword(["parcel"], ALL, 1) == index.keyword(["parcel"], ALL, 10)[:1]
     index.apply([(1, None)], synced=2)
     assert [i for i, _ in index.keyword(["parcel"], ALL, 10)] == [4]
+
+
+def test_maintain_builds_graphs_and_a_server_beside_a_worker_keeps_only_its_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 3)
+    with Recall(tmp_path / "g.db", settings=Settings(index_interval=0)) as mem:
+        index = mem.service.index
+        assert index is not None
+        index.add([_memory(text, i) for i, text in enumerate(["keys", "flight", "parcel", "invoice"], 1)])
+        index.catch_up()
+        assert index.maintain() == 4  # the copy in memory, then a graph over its four vectors
+        assert index.maintain() == 0
+        assert [h.source_id for h in index.search("keys", tenant="", space="w", method="vector", k=1)] == [1]
+        # `recall serve` beside its index worker: a thread that maintains, never indexes.
+        mem.service.follow_index_worker()
+        keeper = mem.service.indexer
+        assert keeper is not None and keeper.running and not keeper.indexing
+    assert not keeper.running  # stopped with the store
+    assert not [t for t in threading.enumerate() if t.name == "recall-indexer"]

@@ -66,6 +66,15 @@ class RecallService:
         """Hear posts other processes store, until `stop` is set (None: the store cannot tell)."""
         return None if self.store.announcer is None else self.store.announcer.listen(on_post, stop)
 
+    def follow_index_worker(self) -> None:
+        """Another process (the index worker) copies and embeds: keep only this process's copy of
+        the index in memory, and its search graphs, in step with what it writes (a thread, stopped
+        with the rest of the background work). Nothing to do when an indexer already runs here."""
+        if self.index is not None and self.indexer is None:
+            from recall.search.indexer import BackgroundIndexer
+
+            self.indexer = BackgroundIndexer(self.index, indexing=False).start()
+
     # -- closing ----------------------------------------------------------------------------
 
     def stop_background(self) -> None:

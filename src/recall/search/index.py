@@ -221,13 +221,15 @@ class SearchIndex:
             return self._backend.store_vectors(db, rows, vectors)
 
     def step(self, batch: int = 64) -> int:
-        """One bounded round of indexing: copy a batch of new messages, embed a batch of items,
-        and keep the vector search's structures up (see `SQLiteSearch.maintain`). The work done
-        (messages copied + vectors stored + rows added to search graphs); 0 means nothing was left."""
-        done = self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
-        if self.embedder is not None and self._vec_ready:
-            done += self._backend.maintain(int(self.embedder.dim))
-        return done
+        """One bounded round of indexing: copy a batch of new messages, embed a batch of items.
+        The work done (messages copied + vectors stored); 0 means nothing was left."""
+        return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
+
+    def maintain(self) -> int:
+        """Keep what this process searches with up to date (on SQLite, the copy in memory and its
+        HNSW graphs: `SQLiteSearch.maintain`), off the request path; rows added to graphs. A
+        process that only indexes (the index worker) never calls it."""
+        return self._backend.maintain(int(self.embedder.dim) if self.embedder is not None else 0)
 
     def catch_up(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
         """Index and embed until nothing is pending (or `should_stop()` says so); the work done."""

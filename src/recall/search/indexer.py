@@ -22,19 +22,25 @@ MAX_BACKOFF = 60.0
 
 
 class Indexable(Protocol):
-    """What the indexer drives: a `SearchIndex` (or anything with the same two calls)."""
+    """What the indexer drives: a `SearchIndex` (or anything with the same calls)."""
 
     def step(self, batch: int = ...) -> int: ...
+
+    def maintain(self) -> int: ...
 
     def pending(self) -> int: ...
 
 
 class BackgroundIndexer:
-    """A daemon thread running `index.step(batch)` until nothing is left, whenever notified or
-    every `interval` seconds. Errors are logged and retried later (with back-off); they
-    never end the thread. Call `stop()` before closing the store."""
+    """A daemon thread running `index.step(batch)` until nothing is left, then `index.maintain()`,
+    whenever notified or every `interval` seconds. Errors are logged and retried later (with
+    back-off); they never end the thread. Call `stop()` before closing the store."""
 
-    def __init__(self, index: Indexable, *, batch: int = 64, interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(
+        self, index: Indexable, *, batch: int = 64, interval: float = DEFAULT_INTERVAL, indexing: bool = True
+    ) -> None:
+        """`indexing` False: only `maintain` the index (a server whose index worker process does
+        the copying and embedding keeps its own copy in memory up to date this way)."""
         if batch < 1:
             raise ValueError("batch must be at least 1")
         if not interval > 0:
@@ -42,6 +48,7 @@ class BackgroundIndexer:
         self.index = index
         self.batch = batch
         self.interval = interval
+        self.indexing = indexing
         self._wake = threading.Event()
         self._stopping = threading.Event()
         # Signalled after every round, so `wait_idle` re-checks as soon as work was done.
@@ -119,7 +126,10 @@ class BackgroundIndexer:
 
     def _round_of_work(self) -> None:
         try:
-            while not self._stopping.is_set() and self.index.step(self.batch) > 0:
+            while self.indexing and not self._stopping.is_set() and self.index.step(self.batch) > 0:
+                self._signal()
+            # The copy in memory and its graphs follow what was indexed, here or elsewhere.
+            while not self._stopping.is_set() and self.index.maintain() > 0:
                 self._signal()
             self._failures = 0
         except Exception:

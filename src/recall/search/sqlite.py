@@ -184,7 +184,8 @@ class SQLiteSearch:
     def maintain(self, dim: int) -> int:
         """Bring the copy in memory in step and build the graphs of large partitions (the
         background indexer's work, never a search's); rows added to graphs."""
-        self.create_vectors(None, dim)
+        if dim:
+            self.create_vectors(None, dim)
         return self._in_step().build_graphs()
 
     # -- searching --------------------------------------------------------------------------

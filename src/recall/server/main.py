@@ -33,6 +33,9 @@ def build_app(config: ServerConfig) -> FastAPI:
         @asynccontextmanager
         async def index_worker() -> AsyncIterator[None]:
             process = start_worker_process(config.db)
+            # The worker copies and embeds; the server keeps its own copy of the index in memory
+            # (and its search graphs) in step with what the worker writes.
+            mem.service.follow_index_worker()
             try:
                 yield
             finally:
