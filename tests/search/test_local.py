@@ -309,8 +309,11 @@ def test_maintain_builds_graphs_and_a_server_beside_a_worker_keeps_only_its_copy
         assert index.maintain() == 0
         assert [h.source_id for h in index.search("keys", tenant="", space="w", method="vector", k=1)] == [1]
         # `recall serve` beside its index worker: a thread that maintains, never indexes.
+        before = set(threading.enumerate())
         mem.service.follow_index_worker()
         keeper = mem.service.indexer
         assert keeper is not None and keeper.running and not keeper.indexing
+        started = set(threading.enumerate()) - before
+        assert [t.name for t in started] == ["recall-indexer"]
     assert not keeper.running  # stopped with the store
-    assert not [t for t in threading.enumerate() if t.name == "recall-indexer"]
+    assert not any(t.is_alive() for t in started)
