@@ -47,9 +47,10 @@ MAX_QUERY_TERMS = 64
 #: The columns of `search_items s` every search row starts with.
 ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, s.sender, s.created_at, s.importance"
 
-#: Words as both full-text engines tokenize them; everything else (quotes, *, -, :, parens,
-#: `&`, `|`) is dropped, so no user text can be read as query syntax.
-_TERM = re.compile(r"\w+", re.UNICODE)
+#: Words as the keyword engines split them (PostgreSQL's full text, the SQLite copy in memory,
+#: `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
+#: text can be read as query syntax.
+WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def indexed_text(sender: str, content: str, metadata: Mapping[str, Any]) -> str:
 def query_terms(query: str) -> list[str]:
     """The words of a free-text query a keyword search looks for: lowercased, once each, stop
     words left out (unless that leaves none), at most MAX_QUERY_TERMS."""
-    return content_terms(list(dict.fromkeys(t.lower() for t in _TERM.findall(query))))[:MAX_QUERY_TERMS]
+    return content_terms(list(dict.fromkeys(t.lower() for t in WORD.findall(query))))[:MAX_QUERY_TERMS]
 
 
 def marks(values: Sequence[object]) -> str:

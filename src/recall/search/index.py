@@ -283,12 +283,13 @@ class SearchIndex:
         ran: Method = method if self.embedder is not None else "bm25"
         if ran == "bm25":
             return [
-                hit(row, ran, -row[10], bm25_rank=rank) for rank, row in enumerate(self._keyword(query, filters, k), 1)
+                hit(row, ran, -row[10], bm25_rank=place)
+                for place, row in enumerate(self._keyword(query, filters, k), 1)
             ]
         if ran == "vector":
             return [
-                hit(row, ran, similarity(row[10]), vector_rank=rank, similarity=similarity(row[10]))
-                for rank, row in enumerate(self._vector(query, filters, k), 1)
+                hit(row, ran, similarity(row[10]), vector_rank=place, similarity=similarity(row[10]))
+                for place, row in enumerate(self._vector(query, filters, k), 1)
             ]
         keyword, vector, neighbours = self._candidates(query, filters, k)
         return rank(query, keyword, vector, neighbours, k, self._unembedded(query, keyword, vector))

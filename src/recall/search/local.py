@@ -28,7 +28,6 @@ is often a short reply whose question holds the words a search uses.
 from __future__ import annotations
 
 import math
-import re
 import threading
 import unicodedata
 from array import array
@@ -41,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from recall.search.base import CONTEXT_WEIGHT, Filters
+from recall.search.base import CONTEXT_WEIGHT, WORD, Filters
 
 if TYPE_CHECKING:
     from usearch.index import Index
@@ -62,7 +61,6 @@ BM25_B = 0.75
 _GROWTH = 1024
 
 _KIND_CODES = {"message": 0, "memory": 1, "fact": 2}
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @lru_cache(maxsize=1)
@@ -81,7 +79,7 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The terms of a text, in order, repeats kept."""
-    return [stem(w) for w in _WORD.findall(text.lower())]
+    return [stem(w) for w in WORD.findall(text.lower())]
 
 
 @dataclass(frozen=True)
@@ -246,8 +244,7 @@ class _Partition:
         if not self.live:
             return []
         scores = np.zeros(n, dtype=np.float32)
-        average = self.total_length / self.live
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[:n] / max(average, 1e-9))
+        average = max(self.total_length / self.live, 1e-9)
         for term in dict.fromkeys(stem(t) for t in terms):
             postings = self.terms.get(term)
             if postings is None:
@@ -256,7 +253,9 @@ class _Partition:
             counts = np.frombuffer(postings.counts, dtype=np.float32)
             df = len(rows)
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
-            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm[rows])
+            # Length normalisation of just the rows holding the term, not of the whole partition.
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[rows] / average)
+            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm)
         found = np.flatnonzero(keep & (scores > 0))
         return self._best(found, scores[found], limit)
 

@@ -71,13 +71,12 @@ def features(
     strength = {row[0]: max(0.0, -float(row[10])) for row in keyword}
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
-    keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
+    keyword_rank, vector_rank = _places(keyword), _places(vector)
     similarities = {row[0]: similarity(row[10]) for row in vector}
     floor = min(similarities.values(), default=0.0)
     similarities = {**(unembedded or {}), **similarities}
-    vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
     rows = {row[0]: row for row in (*keyword, *vector)}
-    named = _named(query)
+    named = {m.group(0).lower() for m in _WORD.finditer(query)}
 
     def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
         return default if item is None else scores.get(item, default)
@@ -109,8 +108,7 @@ def rank(
 ) -> list[SearchHit]:
     """The `k` best hits of a hybrid search, best first (ties keep keyword, then vector order)."""
     rows = {row[0]: row for row in (*keyword, *vector)}
-    keyword_rank = {row[0]: rank for rank, row in enumerate(keyword, 1)}
-    vector_rank = {row[0]: rank for rank, row in enumerate(vector, 1)}
+    keyword_rank, vector_rank = _places(keyword), _places(vector)
     distances = {row[0]: row[10] for row in vector}
     scored = [
         (item, _probability(values))
@@ -135,9 +133,10 @@ def _probability(values: Sequence[float]) -> float:
     return 1.0 / (1.0 + math.exp(-logit))
 
 
+def _places(rows: Sequence[Sequence[Any]]) -> dict[int, int]:
+    """Each search row's 1-based place in its method's list, by row id."""
+    return {row[0]: place for place, row in enumerate(rows, 1)}
+
+
+#: A query's words as sender ids are spelt ("agent-b" is one), matched against each hit's sender.
 _WORD = re.compile(r"[\w-]+", re.UNICODE)
-
-
-def _named(query: str) -> set[str]:
-    """The words of a query (lowercased, possessives dropped), against which senders are matched."""
-    return {w.removesuffix("'s") for w in (m.group(0).lower() for m in _WORD.finditer(query))}
