@@ -36,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,11 @@ def _all_messages(world: World) -> list[Message]:
     return messages
 
 
+def asked_at(messages: Sequence[Message]) -> datetime | None:
+    """When a conversation's questions are asked: just after its last message."""
+    return max((m.created_at for m in messages), default=None)
+
+
 def evaluate_conversation(
     sample: Mapping[str, Any],
     conversation: Conversation,
@@ -146,6 +152,8 @@ def evaluate_conversation(
         # Hits carry message ids; one map read up front instead of a message lookup per hit.
         dia_ids = {m.id: str(m.metadata.get("dia_id")) for m in messages}
         known_ids = set(dia_ids.values())
+        # The questions are asked after the talk: relative times in them count back from its end.
+        asked = asked_at(messages)
         # The conversation's size in the same text the search returns (speaker, words, caption).
         whole_conversation = sum(counter.count(message_text(m)) for m in messages)
         result = ConversationResult(sample_id, len(messages), whole_conversation, time.perf_counter() - started)
@@ -156,7 +164,7 @@ def evaluate_conversation(
             # One search of depth 50 per question; R@k looks at its first k hits, as the paper
             # does. (A hybrid search asked for fewer hits fuses shallower candidate lists, so
             # its top 5 can differ slightly from the first 5 of these 50.)
-            hits = world.search(str(qa["question"]), k=SEARCH_DEPTH, kinds=("message",), method=method)
+            hits = world.search(str(qa["question"]), k=SEARCH_DEPTH, kinds=("message",), method=method, now=asked)
             retrieved = [dia_ids[hit.source_id] for hit in hits]
             for hit in hits:
                 if hit.source_id not in tokens_by_message:

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 from bench_report import write_json
-from locomo_eval import _all_messages, normalise_evidence
+from locomo_eval import _all_messages, asked_at, normalise_evidence
 from sklearn.linear_model import LogisticRegression
 
 from recall import Recall, Settings
 from recall.importers import read_locomo, store_conversation
 from recall.search.ranking import FEATURES, features
+from recall.search.when import named_periods
 
 #: Hits the eval asks for (its deepest cutoff): the fit sees the candidates that search ranks.
 SEARCH_DEPTH = 50
@@ -56,7 +57,9 @@ def main() -> int:
             store_conversation(mem, conversation)
             mem.refresh_index()
             world = mem.world(conversation.world_id)
-            dia_ids = {m.id: str(m.metadata.get("dia_id")) for m in _all_messages(world)}
+            messages = _all_messages(world)
+            dia_ids = {m.id: str(m.metadata.get("dia_id")) for m in messages}
+            asked = asked_at(messages)
             index = mem.service.index
             assert index is not None
             for qa in sample.get("qa", []):
@@ -65,7 +68,8 @@ def main() -> int:
                     str(qa["question"]), tenant=world.tenant, space=world.id, kinds=("message",), k=SEARCH_DEPTH
                 )
                 message_of = {row[0]: row[2] for row in (*keyword, *vector)}
-                for item, values in features(str(qa["question"]), keyword, vector, neighbours).items():
+                periods = named_periods(str(qa["question"]), asked)
+                for item, values in features(str(qa["question"]), keyword, vector, neighbours, None, periods).items():
                     rows.append(values)
                     labels.append(1 if dia_ids.get(message_of[item]) in evidence else 0)
         print(f"conversation {number}: {len(rows)} candidates so far", file=sys.stderr)

@@ -255,12 +255,15 @@ class QuestionResult:
     turns: int
 
 
-def session_ranking(mem: Recall, question: str, method: str, turn_session: Mapping[int, str]) -> list[str]:
-    """The sessions ranked for `question`, at least max(CUTOFFS) of them when the search finds that many."""
+def session_ranking(
+    mem: Recall, question: str, method: str, turn_session: Mapping[int, str], asked: datetime | None = None
+) -> list[str]:
+    """The sessions ranked for `question` (asked at `asked`: relative times in it count back
+    from then), at least max(CUTOFFS) of them when the search finds that many."""
     world = mem.world(WORLD_ID)
     depth = FIRST_DEPTH
     while True:
-        hits = world.search(question, k=depth, kinds=("message",), method=method)
+        hits = world.search(question, k=depth, kinds=("message",), method=method, now=asked)
         ranking = rank_sessions([turn_session[hit.source_id] for hit in hits])
         if len(ranking) >= max(CUTOFFS) or len(hits) < depth or depth >= MAX_DEPTH:
             return ranking
@@ -289,7 +292,9 @@ def evaluate_question(
         stored = world.import_messages(requests)
         turn_session = {message.id: session for message, session in zip(stored, sessions, strict=True)}
         mem.refresh_index()
-        ranking = session_ranking(mem, str(item["question"]), method, turn_session)
+        # The question's own date: "last Saturday" in it means the Saturday before then.
+        asked = parse_date(item.get("question_date"))
+        ranking = session_ranking(mem, str(item["question"]), method, turn_session, asked)
     result = QuestionResult(
         question_id=str(item["question_id"]),
         question_type=str(item["question_type"]),

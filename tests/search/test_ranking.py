@@ -4,16 +4,20 @@ neighbours, and the order they give."""
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from recall.search.ranking import FEATURES, features, rank
+from recall.search.ranking import FEATURES, TIME_SCALE_DAYS, features, rank
+from recall.search.when import named_periods
 
 
-def _row(item: int, text: str, score: float, sender: str | None = "maria", kind: str = "message") -> tuple[Any, ...]:
+def _row(
+    item: int, text: str, score: float, sender: str | None = "maria", kind: str = "message", at: float = 1_700_000_000.0
+) -> tuple[Any, ...]:
     """A search row: the ten item columns, then the score (lower is better)."""
-    return (item, kind, item * 10, text, "w", "", None, sender, 1_700_000_000.0, None, score)
+    return (item, kind, item * 10, text, "w", "", None, sender, at, None, score)
 
 
 def test_features_of_candidates_found_by_one_method_or_both() -> None:
@@ -46,3 +50,28 @@ def test_rank_orders_by_probability_and_explains_each_hit() -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert len(rank("x", keyword, vector, {}, k=1)) == 1
     assert rank("x", [], [], {}, k=5) == []
+
+
+def test_a_named_time_favours_what_was_said_then() -> None:
+    may_8 = datetime(2023, 5, 8, 19, tzinfo=UTC).timestamp()
+    two_days_later = datetime(2023, 5, 10, 12, tzinfo=UTC).timestamp()
+    june = datetime(2023, 6, 20, tzinfo=UTC).timestamp()
+    # Three equally good matches for the words; only the time tells them apart.
+    keyword = [
+        _row(1, "maria: ordered sushi for dinner", -5.0, at=june),
+        _row(2, "maria: ordered sushi for dinner", -5.0, at=may_8),
+        _row(3, "maria: ordered sushi for dinner", -5.0, at=two_days_later),
+    ]
+    query = "What did Maria eat for dinner on May 8, 2023?"
+    periods = named_periods(query)
+    found = features(query, keyword, [], {}, None, periods)
+    named = {item: dict(zip(FEATURES, values, strict=True)) for item, values in found.items()}
+    assert (named[2]["time_inside"], named[2]["time_near"]) == (1.0, 1.0)
+    assert named[3]["time_inside"] == 0.0
+    assert named[3]["time_near"] == pytest.approx(math.exp(-(36 * 3600 + 1) / 86400 / TIME_SCALE_DAYS))
+    assert named[1]["time_near"] < 1e-5
+    assert [h.source_id for h in rank(query, keyword, [], {}, 3, None, periods)] == [20, 30, 10]
+    # A query naming no time: the time features are 0 and the order is the lists' own.
+    plain = features("What did Maria eat?", keyword, [], {})
+    assert all(values[-2:] == [0.0, 0.0] for values in plain.values())
+    assert [h.source_id for h in rank("What did Maria eat?", keyword, [], {}, 3)] == [10, 20, 30]

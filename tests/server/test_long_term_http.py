@@ -143,6 +143,18 @@ def test_search_over_http_finds_and_filters_and_keeps_private_memories_private(s
         assert theirs[0]["text"] == "Lyon depot code is 4411"
 
 
+def test_search_over_http_reads_the_time_its_query_names(secured: LiveServer) -> None:
+    with secured.client("acme-admin") as admin:
+        for day in ("2024-03-01", "2024-03-12", "2024-02-20"):
+            post(admin, "maria", "Dinner was a mushroom risotto", chat_id="t9", created_at=f"{day}T19:00:00Z")
+        secured.mem.refresh_index()
+        query = {"query": "what was maria's dinner last Tuesday?", "kinds": ["message"], "chat_id": "t9"}
+        found = admin.post("/v1/worlds/w/search", json={**query, "now": "2024-03-13T15:00:00Z"}).json()["results"]
+        assert found[0]["created_at"].startswith("2024-03-12")
+        bad = admin.post("/v1/worlds/w/search", json={**query, "now": "next tuesday"})
+        assert bad.status_code == 422 and "now" in bad.text
+
+
 def test_tenants_never_share_facts(secured: LiveServer) -> None:
     with secured.client("acme-admin") as acme:
         assert acme.post("/v1/scopes/user:maria/facts", json={"content": "acme's maria"}).status_code == 201

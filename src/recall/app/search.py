@@ -116,6 +116,7 @@ class Searcher:
         since: datetime | None = None,
         until: datetime | None = None,
         min_importance: int | None = None,
+        now: datetime | None = None,
     ) -> list[SearchResult]:
         """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
         its facts) of `tenant`.
@@ -151,6 +152,7 @@ class Searcher:
             since=since,
             until=until,
             min_importance=min_importance,
+            now=now,
         )
         return [SearchResult.of(h) for h in hits]
 

@@ -39,6 +39,7 @@ from recall.search.base import (
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
 from recall.search.ranking import hybrid_depth, rank
+from recall.search.when import named_periods
 from recall.store.rows import load_json
 
 if TYPE_CHECKING:
@@ -268,13 +269,16 @@ class SearchIndex:
         since: datetime | None = None,
         until: datetime | None = None,
         min_importance: int | None = None,
+        now: datetime | None = None,
     ) -> list[SearchHit]:
         """The `k` best items of one tenant's space for `query`, best first.
 
         Filters: `kinds`; `owners` the owners whose items are visible (None: all; '' is the
         shared owner, so an agent passes ['', agent_id]); `chat_id` ('' = the default chat);
         `sender`; `since` (inclusive) and `until` (exclusive); `min_importance` (keeps only
-        items with an importance, i.e. memories).
+        items with an importance, i.e. memories). A hybrid search favours items from the times
+        the query names; `now` is when relative ones ("last week") count back from (default:
+        the current time).
         """
         check_query(query, k, method)
         filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
@@ -292,7 +296,8 @@ class SearchIndex:
                 for place, row in enumerate(self._vector(query, filters, k), 1)
             ]
         keyword, vector, neighbours = self._candidates(query, filters, k)
-        return rank(query, keyword, vector, neighbours, k, self._unembedded(query, keyword, vector))
+        unembedded = self._unembedded(query, keyword, vector)
+        return rank(query, keyword, vector, neighbours, k, unembedded, named_periods(query, now))
 
     def candidates(
         self, query: str, *, tenant: str, space: str, kinds: Sequence[str] = KINDS, k: int = 10

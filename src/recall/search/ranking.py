@@ -13,7 +13,10 @@ with a logistic model over features that every search has at hand:
   before or after it in its chat, whichever is higher (an answer often spans two turns);
 - `speaker`: 1 when the query names the message's sender (questions say whose life they ask
   about);
-- `length`: log(1 + characters), since a turn that carries information is seldom a one-liner.
+- `length`: log(1 + characters), since a turn that carries information is seldom a one-liner;
+- `time_inside` and `time_near`: when the query names a time ("on May 8, 2023", "last week":
+  `when.named_periods`), 1 if the candidate was written in it, and exp(-days / 3) for how far
+  outside it was written (both 0 when the query names no time).
 
 The weights were fitted by logistic regression (evidence turns against the other candidates) on
 LoCoMo conversations 0-4 only, with `bench/locomo_fit.py`, and are checked on conversations 5-9
@@ -29,11 +32,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recall.search.base import SearchHit, hit, similarity
+from recall.search.when import Period, days_apart
 
 #: Candidates each method contributes to a hybrid search for `k` hits.
 HYBRID_MIN_DEPTH = 50
 #: The constant of the rank features (as in reciprocal rank fusion).
 RANK_K = 10
+#: Days over which `time_near` falls by a factor of e: a message from three days outside the
+#: period a question names may still tell of it ("last Friday ...").
+TIME_SCALE_DAYS = 3.0
 
 #: The logistic model's weights per feature, and its intercept (bench/locomo_fit.py).
 FEATURES = (
@@ -45,9 +52,11 @@ FEATURES = (
     "length",
     "neighbour_keyword",
     "neighbour_similarity",
+    "time_inside",
+    "time_near",
 )
-WEIGHTS = (3.482, 4.302, 1.602, 2.813, 0.972, 1.496, 2.525, 0.341)
-INTERCEPT = -17.526
+WEIGHTS = (3.544, 4.506, 1.671, 2.931, 1.107, 1.516, 2.44, 0.456, 0.598, 0.546)
+INTERCEPT = -17.934
 
 
 def hybrid_depth(k: int) -> int:
@@ -61,13 +70,14 @@ def features(
     vector: Sequence[Sequence[Any]],
     neighbours: Mapping[int, tuple[int | None, int | None]],
     unembedded: Mapping[int, float] | None = None,
+    periods: Sequence[Period] = (),
 ) -> dict[int, list[float]]:
     """Each candidate's features (in `FEATURES` order), by search-row id. `keyword` and
     `vector` are each method's search rows, best first (score column: lower is better);
     `neighbours` gives a message's row the ids of the rows of the messages before and after it
     in its chat (None when they are not candidates); `unembedded` the similarity of keyword
     candidates not embedded yet, computed for this query (a recent post is not pushed down for
-    lack of a stored vector)."""
+    lack of a stored vector); `periods` the times the query names (`when.named_periods`)."""
     strength = {row[0]: max(0.0, -float(row[10])) for row in keyword}
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
@@ -81,10 +91,12 @@ def features(
     def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
         return default if item is None else scores.get(item, default)
 
+    distances = days_apart([float(row[8]) for row in rows.values()], periods)
     out: dict[int, list[float]] = {}
-    for item, row in rows.items():
+    for n, (item, row) in enumerate(rows.items()):
         before, after = neighbours.get(item, (None, None))
         sender = str(row[7] or "").lower()
+        apart = None if distances is None else float(distances[n])
         out[item] = [
             keyword_score.get(item, 0.0),
             similarities.get(item, floor),
@@ -94,6 +106,8 @@ def features(
             math.log1p(len(str(row[3]))),
             max(near(before, keyword_score, 0.0), near(after, keyword_score, 0.0)),
             max(near(before, similarities, floor), near(after, similarities, floor)),
+            1.0 if apart == 0.0 else 0.0,
+            0.0 if apart is None else math.exp(-apart / TIME_SCALE_DAYS),
         ]
     return out
 
@@ -105,6 +119,7 @@ def rank(
     neighbours: Mapping[int, tuple[int | None, int | None]],
     k: int,
     unembedded: Mapping[int, float] | None = None,
+    periods: Sequence[Period] = (),
 ) -> list[SearchHit]:
     """The `k` best hits of a hybrid search, best first (ties keep keyword, then vector order)."""
     rows = {row[0]: row for row in (*keyword, *vector)}
@@ -112,7 +127,7 @@ def rank(
     distances = {row[0]: row[10] for row in vector}
     scored = [
         (item, _probability(values))
-        for item, values in features(query, keyword, vector, neighbours, unembedded).items()
+        for item, values in features(query, keyword, vector, neighbours, unembedded, periods).items()
     ]
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [

@@ -171,3 +171,5 @@ class SearchIn(Body):
     since: datetime | None = None
     until: datetime | None = None
     min_importance: int | None = Field(default=None, ge=1, le=10)
+    #: When relative times in the query ("last week") count back from; default the current time.
+    now: datetime | None = None

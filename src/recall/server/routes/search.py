@@ -43,5 +43,6 @@ def _search(
         since=body.since,
         until=body.until,
         min_importance=body.min_importance,
+        now=body.now,
     )
     return views.search_hits(results)
