@@ -136,18 +136,30 @@ class World:
     def name(self) -> str:
         return self.service.worlds.get_world(self.key).name
 
-    def add_agent(self, agent_id: str, system_prompt: str = "", **settings: Any) -> Agent:
+    def add_agent(self, agent_id: str, system_prompt: str = "", *, exist_ok: bool = False, **settings: Any) -> Agent:
         """Register an agent. Settings: identity, personality, knowledge, goals, constraints,
-        guidelines, channel, history_limit, max_tokens, context_filter ('addressed'|'all'), model."""
-        profile = self.service.worlds.add_agent(self.key, agent_id, system_prompt=system_prompt, **settings)
+        guidelines, channel, history_limit, max_tokens, context_filter ('addressed'|'all'), model.
+        With `exist_ok=True` an agent of that id already there is returned unchanged (so a script
+        can run again); `agent.update(...)` changes its settings."""
+        profile = self.service.worlds.add_agent(
+            self.key, agent_id, exist_ok=exist_ok, system_prompt=system_prompt, **settings
+        )
         return Agent(self, profile.id)
 
-    def add_human(self, human_id: str) -> ParticipantRecord:
-        return self.service.worlds.add_human(self.key, human_id)
+    def add_human(self, human_id: str, *, exist_ok: bool = False) -> ParticipantRecord:
+        return self.service.worlds.add_human(self.key, human_id, exist_ok=exist_ok)
 
     def agent(self, agent_id: str) -> Agent:
         profile = self.service.worlds.get_agent(self.key, agent_id)
         return Agent(self, profile.id)
+
+    def agents(self) -> list[Agent]:
+        """Every agent of the world, by id (`agent.profile` holds its settings)."""
+        return [Agent(self, profile.id) for profile in self.service.worlds.agents(self.key)]
+
+    def humans(self) -> list[ParticipantRecord]:
+        """Every human of the world, by id."""
+        return self.service.worlds.humans(self.key)
 
     def participants(self) -> list[ParticipantRecord]:
         return self.service.worlds.participants(self.key)
@@ -257,6 +269,11 @@ class Agent:
     @property
     def profile(self) -> AgentProfile:
         return self.service.worlds.get_agent(self._world, self.id)
+
+    def update(self, **changes: Any) -> AgentProfile:
+        """Change some of the agent's settings (those `World.add_agent` takes); the others stay,
+        and one given as None goes back to its default. The new profile."""
+        return self.service.worlds.update_agent(self._world, self.id, **changes)
 
     def system_prompt(self, channel: str | None = None) -> str:
         return build_system_prompt(self.profile, channel)

@@ -38,7 +38,8 @@ def profile_from_record(record: ParticipantRecord) -> AgentProfile:
     return AgentProfile(id=record.id, **{k: v for k, v in data.items() if k in _PROFILE_FIELDS})
 
 
-def _profile_to_json(profile: AgentProfile) -> dict[str, Any]:
+def profile_settings(profile: AgentProfile) -> dict[str, Any]:
+    """An agent's settings as stored and shown (JSON types, without its id)."""
     data = asdict(profile)
     data.pop("id")
     data["context_filter"] = profile.context_filter.value
@@ -224,7 +225,7 @@ class Worlds:
         return roster
 
     def _add_participant(
-        self, world_id: str, participant_id: str, kind: str, profile: dict[str, Any]
+        self, world_id: str, participant_id: str, kind: str, profile: dict[str, Any], exist_ok: bool = False
     ) -> ParticipantRecord:
         world = self.get_world(world_id)
         check_id(f"{kind}_id", participant_id)
@@ -234,6 +235,8 @@ class Worlds:
             )
         existing = self.store.get_participant(world.key, participant_id)
         if existing is not None:
+            if exist_ok and existing.kind == kind:
+                return existing  # as it is: `update_agent` changes a profile
             raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
         record = ParticipantRecord(world.key, participant_id, kind, datetime.now(UTC), profile)
         try:
@@ -242,13 +245,29 @@ class Worlds:
             # After the write: a roster read before it commits is then not cached.
             self._drop_caches(world.key.lower())
 
-    def add_agent(self, world_id: str, agent_id: str, **settings: Any) -> AgentProfile:
+    def add_agent(self, world_id: str, agent_id: str, *, exist_ok: bool = False, **settings: Any) -> AgentProfile:
+        """Register an agent. With `exist_ok`, an agent of that id already there is returned as it
+        is (its settings unchanged) instead of raising ConflictError; a human of that id still
+        conflicts."""
         profile = _validate_profile(agent_id, settings)
-        record = self._add_participant(world_id, agent_id, "agent", _profile_to_json(profile))
+        record = self._add_participant(world_id, agent_id, "agent", profile_settings(profile), exist_ok)
         return profile_from_record(record)
 
-    def add_human(self, world_id: str, human_id: str) -> ParticipantRecord:
-        return self._add_participant(world_id, human_id, "human", {})
+    def add_human(self, world_id: str, human_id: str, *, exist_ok: bool = False) -> ParticipantRecord:
+        return self._add_participant(world_id, human_id, "human", {}, exist_ok)
+
+    def update_agent(self, world_id: str, agent_id: str, **changes: Any) -> AgentProfile:
+        """Change some of an agent's settings (the rest stay); the new profile. A setting given
+        as None goes back to its default."""
+        world = self.get_world(world_id)
+        current = self.get_agent(world.key, agent_id)
+        profile = _validate_profile(current.id, {**profile_settings(current), **changes})
+        try:
+            if not self.store.set_profile(world.key, current.id, profile_settings(profile)):
+                raise UnknownParticipantError(world.id, current.id, "agent")
+        finally:
+            self._drop_caches(world.key.lower())
+        return profile
 
     def get_agent(self, world_id: str, agent_id: str) -> AgentProfile:
         world = self.get_world(world_id)
@@ -264,6 +283,15 @@ class Worlds:
 
     def participants(self, world_id: str) -> list[ParticipantRecord]:
         return list(self.roster(world_id).people)
+
+    def agents(self, world_id: str) -> list[AgentProfile]:
+        """The world's agents' profiles, by id."""
+        roster = self.roster(world_id)
+        return [roster.profiles[agent.lower()] for agent in roster.agents]
+
+    def humans(self, world_id: str) -> list[ParticipantRecord]:
+        """The world's humans, by id."""
+        return [p for p in self.roster(world_id).people if p.kind == "human"]
 
     def recipients(self, world_id: str, message: Message) -> tuple[str, ...]:
         """The agents a stored message of the world (by key) was delivered to: every agent of

@@ -29,6 +29,9 @@ app = typer.Typer(
     "builds for every model call only what matters.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Shell completion is one `--show-completion` away in typer; two more lines in every --help
+    # of a tool most people script are not worth it.
+    add_completion=False,
 )
 
 

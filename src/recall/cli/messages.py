@@ -31,10 +31,11 @@ def messages(
     chat: ChatOption = None,
     after: Annotated[int, typer.Option(help="Only messages with a larger id.")] = 0,
     limit: LimitOption = 100,
+    all_chats: Annotated[bool, typer.Option("--all-chats", help="Every chat's messages, not one chat's.")] = False,
 ) -> None:
     """List a chat's messages as JSON lines, oldest first."""
     with open_recall() as mem:
-        found = mem.world(world, tenant=tenant()).messages(chat, after=after, limit=limit)
+        found = mem.world(world, tenant=tenant()).messages(chat, after=after, limit=limit, all_chats=all_chats)
         print_json_lines(message.to_dict() for message in found)
 
 

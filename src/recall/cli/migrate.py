@@ -15,8 +15,9 @@ def migrate(
     source: Annotated[str, typer.Option("--from", help="The store to copy: a SQLite file or a postgresql:// URL.")],
     target: Annotated[str, typer.Option("--to", help="An empty PostgreSQL database: postgresql://…")],
 ) -> None:
-    """Copy a whole store into an empty PostgreSQL database, then verify every table (row counts
-    and SHA-256 checksums on both sides)."""
+    """Copy a whole store into an empty PostgreSQL database and verify it.
+
+    Every table is checked afterwards: row counts and SHA-256 checksums on both sides."""
     from recall.store.migrate import migrate as copy_store
 
     try:

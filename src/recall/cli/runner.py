@@ -27,8 +27,9 @@ def agent_run(
     max_tokens: Annotated[int, typer.Option(help="Longest reply, in tokens.")] = 1024,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Do not queue fact extraction.")] = False,
 ) -> None:
-    """Run agents against a recall server: answer what they are addressed in with the model, until
-    Ctrl-C or SIGTERM."""
+    """Run agents against a recall server, answering with a model.
+
+    Each agent answers what it is addressed in, until Ctrl-C or SIGTERM."""
     # Imported here: the model SDKs and the HTTP client load only when agents run.
     import logging
     import signal

@@ -18,9 +18,10 @@ from recall.settings import Settings
 def index(
     once: Annotated[bool, typer.Option(help="Index everything pending, then exit.")] = False,
 ) -> None:
-    """Keep the search index up to date: copy new messages and embed them in batches, until
-    stopped (Ctrl-C). `recall serve` runs this for its store by itself; run it by hand beside
-    other processes that write the store, or with --once after a bulk import."""
+    """Keep the search index up to date (copy and embed new messages) until stopped.
+
+    `recall serve` runs this for its store by itself; run it by hand beside other processes that
+    write the store, or with --once after a bulk import."""
     from recall.search.worker import run_worker
 
     try:

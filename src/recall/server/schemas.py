@@ -36,6 +36,23 @@ class AgentIn(Body):
     model: str | None = Field(default=None, max_length=200)
 
 
+class AgentPatch(Body):
+    """Settings to change; those left out stay, and null puts one back to its default."""
+
+    system_prompt: str | None = Field(default=None, max_length=100_000)
+    identity: str | None = Field(default=None, max_length=100_000)
+    personality: str | None = Field(default=None, max_length=100_000)
+    knowledge: str | None = Field(default=None, max_length=100_000)
+    goals: list[str] | None = Field(default=None, max_length=100)
+    constraints: list[str] | None = Field(default=None, max_length=100)
+    guidelines: list[str] | None = Field(default=None, max_length=100)
+    channel: Literal["chat", "call", "sms", "email"] | None = None
+    history_limit: int | None = Field(default=None, ge=0, le=10_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    context_filter: Literal["addressed", "all"] | None = None
+    model: str | None = Field(default=None, max_length=200)
+
+
 class HumanIn(Body):
     id: str = Id
 

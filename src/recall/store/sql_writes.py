@@ -85,6 +85,16 @@ class SQLWrites(SQLReads):
             self._changed(db)
         return replace(record, world_id=world_id_of(record.world_id))
 
+    def set_profile(self, world_id: str, participant_id: str, profile: dict[str, Any]) -> bool:
+        with self._write() as db:
+            cursor = self._execute(
+                db,
+                "UPDATE participants SET profile = ? WHERE world_id = ? AND id = ?",
+                (json.dumps(profile), world_id, participant_id),
+            )
+            self._changed(db)
+        return bool(cursor.rowcount)
+
     # -- turn counters --------------------------------------------------------------------
 
     def set_turn_count(self, world_id: str, agent_id: str, count: int) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request, Response
 
 from recall.app.gate import Principal
+from recall.app.worlds import Worlds, profile_settings
 from recall.server import schemas, views
-from recall.server.deps import Caller, WorldOf, state_of, tenant_key, tenant_world
+from recall.server.deps import ActingAgent, Caller, WorldOf, state_of, tenant_key, tenant_world
 from recall.store.base import WorldRecord
 
 router = APIRouter()
@@ -39,18 +40,75 @@ def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
     )
 
 
+#: `?exist_ok=true`: registering a participant that is already there answers 200 with it as it
+#: is, instead of 409 (so a setup script can run again).
+ExistOk = Annotated[bool, Query(description="Answer 200 with the participant if it exists already")]
+
+
 @router.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
 def add_agent(
-    request: Request, record: Annotated[WorldRecord, tenant_world("register agents")], body: schemas.AgentIn
+    request: Request,
+    response: Response,
+    record: Annotated[WorldRecord, tenant_world("register agents")],
+    body: schemas.AgentIn,
+    exist_ok: ExistOk = False,
 ) -> dict[str, Any]:
-    settings = body.model_dump(exclude={"id"})
-    profile = state_of(request).service.worlds.add_agent(record.key, body.id, **settings)
-    return views.participant(record, profile.id, "agent", **settings)
+    worlds = state_of(request).service.worlds
+    existed = exist_ok and _has(worlds, record, body.id, "agent")
+    profile = worlds.add_agent(record.key, body.id, exist_ok=exist_ok, **body.model_dump(exclude={"id"}))
+    if existed:
+        response.status_code = 200
+    return views.participant(record, profile.id, "agent", **profile_settings(profile))
 
 
 @router.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
 def add_human(
-    request: Request, record: Annotated[WorldRecord, tenant_world("register humans")], body: schemas.HumanIn
+    request: Request,
+    response: Response,
+    record: Annotated[WorldRecord, tenant_world("register humans")],
+    body: schemas.HumanIn,
+    exist_ok: ExistOk = False,
 ) -> dict[str, Any]:
-    human = state_of(request).service.worlds.add_human(record.key, body.id)
-    return views.participant(record, human.id, "human")
+    worlds = state_of(request).service.worlds
+    existed = exist_ok and _has(worlds, record, body.id, "human")
+    human = worlds.add_human(record.key, body.id, exist_ok=exist_ok)
+    if existed:
+        response.status_code = 200
+    return views.participant(record, human.id, "human", created_at=human.created_at.isoformat())
+
+
+@router.get("/v1/worlds/{world}/agents", tags=["participants"], summary="The world's agents with their settings")
+def list_agents(
+    request: Request, record: Annotated[WorldRecord, tenant_world("read every agent's settings")]
+) -> dict[str, Any]:
+    profiles = state_of(request).service.worlds.agents(record.key)
+    return {"agents": [views.participant(record, p.id, "agent", **profile_settings(p)) for p in profiles]}
+
+
+@router.get("/v1/worlds/{world}/humans", tags=["participants"], summary="The world's humans")
+def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
+    humans = state_of(request).service.worlds.humans(record.key)
+    return {"humans": [views.participant(record, h.id, "human", created_at=h.created_at.isoformat()) for h in humans]}
+
+
+@router.get("/v1/worlds/{world}/agents/{agent}", tags=["participants"], summary="An agent's settings")
+def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
+    """The agent's profile: its admin's key or its own may read it."""
+    profile = state_of(request).service.worlds.get_agent(acting.key, acting.agent)
+    return views.participant(acting.world, profile.id, "agent", **profile_settings(profile))
+
+
+@router.patch("/v1/worlds/{world}/agents/{agent}", tags=["participants"], summary="Change an agent's settings")
+def update_agent(
+    request: Request,
+    agent: str,
+    record: Annotated[WorldRecord, tenant_world("change agents")],
+    body: schemas.AgentPatch,
+) -> dict[str, Any]:
+    """Settings left out stay as they are; null puts one back to its default."""
+    profile = state_of(request).service.worlds.update_agent(record.key, agent, **body.model_dump(exclude_unset=True))
+    return views.participant(record, profile.id, "agent", **profile_settings(profile))
+
+
+def _has(worlds: Worlds, record: WorldRecord, participant_id: str, kind: str) -> bool:
+    return any(p.id.lower() == participant_id.lower() and p.kind == kind for p in worlds.participants(record.key))
