@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -54,10 +56,9 @@ def add_agent(
     exist_ok: ExistOk = False,
 ) -> dict[str, Any]:
     worlds = state_of(request).service.worlds
-    existed = exist_ok and _has(worlds, record, body.id, "agent")
-    profile = worlds.add_agent(record.key, body.id, exist_ok=exist_ok, **body.model_dump(exclude={"id"}))
-    if existed:
-        response.status_code = 200
+    settings = body.model_dump(exclude={"id"})
+    with _registering(response, worlds, record, body.id, "agent", exist_ok):
+        profile = worlds.add_agent(record.key, body.id, exist_ok=exist_ok, **settings)
     return views.participant(record, profile.id, "agent", **profile_settings(profile))
 
 
@@ -70,10 +71,8 @@ def add_human(
     exist_ok: ExistOk = False,
 ) -> dict[str, Any]:
     worlds = state_of(request).service.worlds
-    existed = exist_ok and _has(worlds, record, body.id, "human")
-    human = worlds.add_human(record.key, body.id, exist_ok=exist_ok)
-    if existed:
-        response.status_code = 200
+    with _registering(response, worlds, record, body.id, "human", exist_ok):
+        human = worlds.add_human(record.key, body.id, exist_ok=exist_ok)
     return views.participant(record, human.id, "human", created_at=human.created_at.isoformat())
 
 
@@ -110,5 +109,14 @@ def update_agent(
     return views.participant(record, profile.id, "agent", **profile_settings(profile))
 
 
-def _has(worlds: Worlds, record: WorldRecord, participant_id: str, kind: str) -> bool:
-    return any(p.id.lower() == participant_id.lower() and p.kind == kind for p in worlds.participants(record.key))
+@contextmanager
+def _registering(
+    response: Response, worlds: Worlds, record: WorldRecord, participant_id: str, kind: str, exist_ok: bool
+) -> Iterator[None]:
+    """Around a registration: 200 instead of 201 when `exist_ok` found the participant there."""
+    there = exist_ok and any(
+        p.id.lower() == participant_id.lower() and p.kind == kind for p in worlds.participants(record.key)
+    )
+    yield
+    if there:
+        response.status_code = 200
