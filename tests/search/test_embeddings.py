@@ -87,6 +87,18 @@ def test_settings_name_the_embedder() -> None:
         embedder_for("bert-huge")
 
 
+def test_the_tokenizer_is_recalls_own_package_data() -> None:
+    import recall
+
+    _, tokenizer = bundled_model_files()
+    assert tokenizer.is_file() and tokenizer.parent.parent == Path(recall.__file__).parent / "search"
+    # all-MiniLM-L6-v2's uncased word pieces, as the sentence-transformers model splits them.
+    model = default_embedder()
+    assert model.tokenizer.encode("Hello world").ids == [101, 7592, 2088, 102]
+    tokens = model.tokenizer.encode("My October invoice").tokens
+    assert " ".join(tokens) == "[CLS] my october in ##vo ##ice [SEP]"
+
+
 def test_a_missing_or_broken_model_is_a_clear_error(tmp_path: Path) -> None:
     model, tokenizer = bundled_model_files()
     with pytest.raises(EmbeddingModelMissingError, match="cannot load the embedding model"):

