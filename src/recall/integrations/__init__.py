@@ -1,0 +1,16 @@
+"""Adapters that let agent frameworks keep their memory in recall (docs/integrations.md).
+
+Each lives in its own module and imports its framework there, so neither `import recall` nor
+`import recall.integrations` loads any framework; install the one you use as an extra:
+
+- `recall.integrations.langgraph.RecallStore`: a LangGraph `BaseStore`
+  (`pip install "recall-memory[langgraph]"`);
+- `recall.integrations.langchain.RecallChatMessageHistory`: a LangChain
+  `BaseChatMessageHistory` (`pip install "recall-memory[langchain]"`);
+- `recall.integrations.openai_agents.RecallSession`: an OpenAI Agents SDK `Session`
+  (`pip install "recall-memory[openai-agents]"`).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

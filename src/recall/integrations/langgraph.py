@@ -1,0 +1,450 @@
+"""recall as a LangGraph store: `RecallStore`, a `langgraph.store.base.BaseStore`.
+
+```python
+from langgraph.graph import StateGraph
+from recall import Recall
+from recall.integrations.langgraph import RecallStore
+
+store = RecallStore(Recall("recall.db"), world="support")
+graph = StateGraph(State).add_node(...).compile(store=store)
+store.put(("users", "maria"), "tea", {"memory": "Drinks only green tea"})
+store.search(("users",), query="what does she drink?")   # recall's hybrid search
+```
+
+Every item is a long-term memory of the store's world (type `langgraph`): shared by the world's
+agents, or private to `agent` when one is named. The memory's text is what is searched: the
+item's value rendered as `field: value` lines (or the fields `index` names); its metadata holds
+the item itself (namespace, key, the JSON value as given, created_at, updated_at, TTL), so
+nothing is lost. A put writes a new memory and then deletes the one it replaces; a delete
+deletes the memory, so recall's search no longer finds it. With importance 5 or more (the
+default is 5) the items are also among the relevant memories of the agents' recall contexts.
+
+A search with `query` ranks with recall's search (`World.search`, or `Agent.search` for an
+agent's store; hybrid: BM25 and embeddings) over the items that pass the namespace prefix and
+`filter`, and each `SearchItem.score` is recall's score. Without a query, items come newest
+update first, with no score. TTLs are kept: an item expires `ttl` minutes after it was last
+written (or read, when `refresh_ttl`), is never returned after that, and is deleted by the
+next operation that comes across it.
+
+Each operation reads the store's items of the world once (a batch reads them once for all its
+operations): made for thousands of items, not millions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+)
+
+from recall.api import Agent, Recall, World
+from recall.app.search import SearchResult
+from recall.errors import UnknownMemoryError
+from recall.integrations._common import ensure_agent, resolve_world
+from recall.limits import MAX_NOTE_CHARS
+from recall.store.base import Memory
+
+#: The type of the memories that hold a store's items (other memories of the world are left alone).
+MEMORY_TYPE = "langgraph"
+#: The metadata field holding the item.
+META = "langgraph"
+#: Read every memory of the store at once.
+_EVERY = 2**31 - 1
+#: recall's search returns at most this many hits per call.
+_MAX_K = 1000
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One item as stored: the memory that holds it and what it holds."""
+
+    memory_id: int
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    indexed: bool
+    #: Minutes to live after the last write (or read with refresh), or None.
+    ttl: float | None
+    expires_at: datetime | None
+
+    def item(self) -> Item:
+        return Item(
+            value=self.value,
+            key=self.key,
+            namespace=self.namespace,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+        )
+
+    def search_item(self, score: float | None = None) -> SearchItem:
+        return SearchItem(self.namespace, self.key, self.value, self.created_at, self.updated_at, score)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            META: {
+                "namespace": list(self.namespace),
+                "key": self.key,
+                "value": self.value,
+                "created_at": self.created_at.isoformat(),
+                "updated_at": self.updated_at.isoformat(),
+                "index": self.indexed,
+                "ttl": self.ttl,
+                "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
+            }
+        }
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+def _parse(memory: Memory) -> _Stored | None:
+    """The item a memory holds, or None for a memory that is not a store item."""
+    data = memory.metadata.get(META) if memory.type == MEMORY_TYPE else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        namespace = tuple(data["namespace"])
+        key = data["key"]
+        value = data["value"]
+        created = datetime.fromisoformat(data["created_at"])
+        updated = datetime.fromisoformat(data["updated_at"])
+        expires = None if data.get("expires_at") is None else datetime.fromisoformat(data["expires_at"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(key, str) or not isinstance(value, dict) or not all(isinstance(p, str) for p in namespace):
+        return None
+    ttl = data.get("ttl")
+    return _Stored(
+        memory.id,
+        namespace,
+        key,
+        value,
+        created,
+        updated,
+        data.get("index") is not False,
+        float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None,
+        expires,
+    )
+
+
+def _check_namespace(namespace: tuple[str, ...], *, writing: bool = False) -> None:
+    """LangGraph's rules for namespace labels (those of every store it ships)."""
+    if writing and not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(f"Namespace labels must be strings; got {label!r} in {namespace}.")
+        if not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty, without '.' or NUL."
+            )
+    if writing and namespace[0] == "langgraph":
+        raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
+
+
+def _render(value: Mapping[str, Any]) -> str:
+    """The whole value as text to search: one `field: value` line per top-level field."""
+    lines = []
+    for field, inner in value.items():
+        text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+        lines.append(f"{field}: {text}")
+    return "\n".join(lines)
+
+
+def _search_text(value: Mapping[str, Any], paths: Sequence[str]) -> str:
+    texts: list[str] = []
+    for path in paths:
+        texts.extend([_render(value)] if path == "$" else get_text_at_path(dict(value), path))
+    return "\n".join(t for t in texts if t.strip())
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """LangGraph's filter: exact JSON equality, nested objects field by field, and the operators
+    $eq, $ne, $gt, $gte, $lt and $lte."""
+    if isinstance(wanted, dict):
+        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            return all(_compare(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (
+            isinstance(value, list | tuple)
+            and len(value) == len(wanted)
+            and all(_matches(v, w) for v, w in zip(value, wanted, strict=True))
+        )
+    return bool(value == wanted)
+
+
+def _compare(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if op not in ("$gt", "$gte", "$lt", "$lte"):
+        raise ValueError(f"Unsupported operator: {op}")
+    try:
+        left, right = float(value), float(operand)
+    except (TypeError, ValueError):
+        return False
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"Unsupported match type: {condition.match_type}")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class RecallStore(BaseStore):
+    """A LangGraph store whose items are long-term memories of a recall world.
+
+    `world`: a `World`, or a world id (created when missing; default `langgraph`). `agent`: keep
+    the items private to this agent of the world (registered when missing), searched with its
+    `Agent.search`; without one they are shared by the world's agents. `importance` (1-10) of the
+    memories. `index`: the fields whose text is searched (LangGraph's JSON paths; `$`, the
+    default, is the whole value), unless a put names its own; a put with `index=False` is never
+    found by a query. `ttl`: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
+    `fresh_search`: before a query search, embed what is still waiting for its vector
+    (`Recall.refresh_index`), so an item put just before is found by meaning as well as by
+    its words.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        mem: Recall,
+        *,
+        world: str | World = "langgraph",
+        agent: str | None = None,
+        importance: int = 5,
+        index: Sequence[str] | None = None,
+        ttl: TTLConfig | None = None,
+        fresh_search: bool = True,
+    ) -> None:
+        self.mem = mem
+        self.world = resolve_world(mem, world)
+        self.agent: Agent | None = ensure_agent(self.world, agent) if agent is not None else None
+        self.importance = importance
+        self.fields: tuple[str, ...] = tuple(index) if index else ("$",)
+        self.ttl_config = ttl
+        self.fresh_search = fresh_search
+        self._owner = self.agent.id if self.agent is not None else ""
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"RecallStore(world={self.world.id!r}, agent={self._owner or None!r})"
+
+    # -- BaseStore ------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations in order; one result per operation."""
+        ops = list(ops)
+        with self._lock:
+            live = self._load()
+            results: list[Result] = []
+            for op in ops:
+                if isinstance(op, GetOp):
+                    results.append(self._get(live, op))
+                elif isinstance(op, PutOp):
+                    self._put(live, op)
+                    results.append(None)
+                elif isinstance(op, SearchOp):
+                    results.append(self._search(live, op))
+                elif isinstance(op, ListNamespacesOp):
+                    results.append(self._list_namespaces(live, op))
+                else:
+                    raise ValueError(f"Unknown operation type: {type(op)}")
+            return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch` in a worker thread, so the event loop never waits on the database."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- the operations -------------------------------------------------------------------
+
+    def _get(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: GetOp) -> Item | None:
+        _check_namespace(op.namespace)
+        stored = live.get((tuple(op.namespace), str(op.key)))
+        if stored is None:
+            return None
+        if op.refresh_ttl:
+            stored = self._refresh(live, stored)
+        return stored.item()
+
+    def _put(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: PutOp) -> None:
+        namespace, key = tuple(op.namespace), str(op.key)
+        if op.value is None:
+            _check_namespace(namespace)
+            old = live.pop((namespace, key), None)
+            if old is not None:
+                self._delete(old.memory_id)
+            return
+        _check_namespace(namespace, writing=True)
+        if not isinstance(op.value, Mapping):
+            raise TypeError(f"a store value must be a mapping (a JSON object), got {type(op.value).__name__}")
+        old = live.get((namespace, key))
+        now = datetime.now(UTC)
+        ttl = None if op.ttl is None else float(op.ttl)
+        stored = _Stored(
+            0,
+            namespace,
+            key,
+            dict(op.value),
+            old.created_at if old is not None else now,
+            now,
+            op.index is not False,
+            ttl,
+            None if ttl is None else now + timedelta(minutes=ttl),
+        )
+        paths = op.index if isinstance(op.index, list) else self.fields
+        live[(namespace, key)] = self._write(stored, _search_text(stored.value, paths) if stored.indexed else "")
+        if old is not None:
+            self._delete(old.memory_id)
+
+    def _search(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        _check_namespace(prefix)
+        candidates = [
+            s
+            for s in live.values()
+            if s.namespace[: len(prefix)] == prefix and (not op.filter or _matches(s.value, op.filter))
+        ]
+        if op.query and op.query.strip():
+            scored = self._ranked(op.query, {s.memory_id: s for s in candidates if s.indexed}, op.offset + op.limit)
+            page = scored[op.offset : op.offset + op.limit]
+        else:
+            candidates.sort(key=lambda s: (s.updated_at, s.memory_id), reverse=True)
+            page = [(s, None) for s in candidates[op.offset : op.offset + op.limit]]
+        if op.refresh_ttl:
+            page = [(self._refresh(live, s), score) for s, score in page]
+        return [s.search_item(score) for s, score in page]
+
+    def _ranked(self, query: str, by_id: dict[int, _Stored], wanted: int) -> list[tuple[_Stored, float | None]]:
+        """The candidates recall's search finds for `query`, best first, with its scores: at
+        least `wanted` of them when it finds that many."""
+        if not by_id or wanted <= 0:
+            return []
+        if self.fresh_search:
+            self.mem.refresh_index()
+        k = min(_MAX_K, max(10, 2 * wanted))
+        while True:
+            hits = self._recall_search(query, k)
+            ranked: list[tuple[_Stored, float | None]] = []
+            seen: set[int] = set()
+            for hit in hits:
+                stored = by_id.get(hit.source_id)
+                if stored is not None and hit.source_id not in seen:
+                    seen.add(hit.source_id)
+                    ranked.append((stored, hit.score))
+            if len(ranked) >= wanted or len(hits) < k or k >= _MAX_K:
+                return ranked
+            k = min(_MAX_K, k * 4)
+
+    def _recall_search(self, query: str, k: int) -> list[SearchResult]:
+        if self.agent is not None:
+            return self.agent.search(query, k=k, kinds=["memory"])
+        return self.world.search(query, k=k, kinds=["memory"])
+
+    def _list_namespaces(
+        self, live: dict[tuple[tuple[str, ...], str], _Stored], op: ListNamespacesOp
+    ) -> list[tuple[str, ...]]:
+        conditions = op.match_conditions or ()
+        for condition in conditions:
+            _check_namespace(tuple(p for p in condition.path if p != "*"))
+        namespaces = {s.namespace for s in live.values()}
+        kept = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)}
+        if op.max_depth is not None:
+            kept = {ns[: op.max_depth] for ns in kept}
+        return sorted(kept)[op.offset : op.offset + op.limit]
+
+    # -- memories -------------------------------------------------------------------------
+
+    def _load(self) -> dict[tuple[tuple[str, ...], str], _Stored]:
+        """The live items by (namespace, key). Expired items, and older copies of an item (left
+        by a write another process made at the same time, or one cut short), are deleted."""
+        memories = self.mem.service.store.list_memories(self.world.key, [self._owner], 1, _EVERY)
+        now = datetime.now(UTC)
+        live: dict[tuple[tuple[str, ...], str], _Stored] = {}
+        stale: list[int] = []
+        for memory in memories:
+            if memory.owner.lower() != self._owner.lower():
+                continue
+            stored = _parse(memory)
+            if stored is None:
+                continue
+            if stored.expired(now):
+                stale.append(stored.memory_id)
+                continue
+            slot = (stored.namespace, stored.key)
+            other = live.get(slot)
+            if other is None or other.memory_id < stored.memory_id:
+                live[slot] = stored
+                if other is not None:
+                    stale.append(other.memory_id)
+            else:
+                stale.append(stored.memory_id)
+        for memory_id in stale:
+            self._delete(memory_id)
+        return live
+
+    def _write(self, stored: _Stored, text: str) -> _Stored:
+        """Store the item as a new memory; the item with that memory's id."""
+        if not text.strip():
+            text = "/".join(stored.namespace) + "/" + stored.key
+        memory = self.mem.service.memories.add_memory(
+            self.world.key,
+            text[:MAX_NOTE_CHARS],
+            type=MEMORY_TYPE,
+            importance=self.importance,
+            agent=self.agent.id if self.agent is not None else None,
+            metadata=stored.metadata(),
+            created_at=stored.updated_at,
+        )
+        return replace(stored, memory_id=memory.id)
+
+    def _delete(self, memory_id: int) -> None:
+        # Already gone: deleted meanwhile by another process, or by a sweep.
+        with contextlib.suppress(UnknownMemoryError):
+            self.mem.service.memories.delete_memory(
+                self.world.key, memory_id, self.agent.id if self.agent is not None else None
+            )
+
+    def _refresh(self, live: dict[tuple[tuple[str, ...], str], _Stored], stored: _Stored) -> _Stored:
+        """Restart an item's TTL (a read with refresh_ttl): written again with a new expiry."""
+        if stored.ttl is None:
+            return stored
+        old = self.mem.service.store.get_memory(self.world.key, stored.memory_id)
+        fresh = replace(stored, expires_at=datetime.now(UTC) + timedelta(minutes=stored.ttl))
+        fresh = self._write(fresh, old.content if old is not None else "")
+        live[(stored.namespace, stored.key)] = fresh
+        self._delete(stored.memory_id)
+        return fresh

@@ -1,0 +1,199 @@
+"""recall as an OpenAI Agents SDK session: `RecallSession`, which implements the SDK's `Session`
+protocol (`agents.memory.Session`).
+
+```python
+from agents import Agent, Runner
+from recall import Recall
+from recall.integrations.openai_agents import RecallSession
+
+session = RecallSession(Recall("recall.db"), session_id="maria-1", world="support", agent="helper")
+await Runner.run(Agent(name="helper", instructions="..."), "hi", session=session)
+```
+
+A session is one chat of a recall world (its id is the session id when that is a valid chat id,
+else `s-` and a hash of it). Each item is one message of that chat, and the item itself (the
+SDK's JSON) is kept in the message's metadata, so `get_items` gives back exactly what
+`add_items` was given. Who posts what: a `user` message is posted as the human, an `assistant`
+message as the agent, a function call as the agent's tool call (recall's `tool_calls` metadata)
+and its output as the agent's tool result, so the agent's recall contexts show the conversation;
+`system` and `developer` messages and the items with no text of their own (reasoning, hosted
+tool calls, ...) are posted by `system`, which no agent's context shows. The messages a session
+posts are marked read in the agent's inbox (the SDK answers them), so a recall runner of the same
+agent does not answer them again.
+
+`get_items` returns the items this session added; other messages of the chat are not items.
+`pop_item` and `clear_session` hide items from the session: recall keeps every message (it
+cannot delete one yet), so they stay in the store, in search and in the agents' recall contexts.
+What is hidden is a note in the agent's key-value memory, so every handle on the same session
+agrees. An item is at most 100,000 characters as JSON (recall's cap of a message's metadata).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from agents.items import TResponseInputItem
+from agents.memory import SessionSettings
+
+from recall.api import Recall, World
+from recall.app.posting import PostRequest
+from recall.integrations._common import (
+    HiddenMessages,
+    chat_id_for,
+    chat_messages,
+    ensure_agent,
+    ensure_human,
+    note_key,
+    resolve_world,
+)
+
+#: The metadata field holding the session id and the item.
+META = "openai_agents"
+
+
+def _text(content: object) -> str:
+    """The text of a message item's content: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, dict):
+            for field in ("text", "refusal"):
+                if isinstance(part.get(field), str):
+                    texts.append(part[field])
+    return "\n".join(texts)
+
+
+class RecallSession:
+    """An OpenAI Agents SDK session kept in a recall world.
+
+    `session_id`: the SDK's session id. `world`: a `World`, or a world id (created when
+    missing). `agent`: who the assistant is (registered when missing); `human`: who the user
+    is (`human`, or a human of the world, registered when missing). `session_settings`: the
+    SDK's `SessionSettings` (its `limit` is `get_items`'s default).
+    """
+
+    def __init__(
+        self,
+        mem: Recall,
+        *,
+        session_id: str,
+        world: str | World,
+        agent: str,
+        human: str = "human",
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
+    ) -> None:
+        self.mem = mem
+        self.session_id = session_id
+        self.chat = chat_id_for(session_id)
+        self.world = resolve_world(mem, world)
+        self.agent = ensure_agent(self.world, agent)
+        self.human = ensure_human(self.world, human)
+        self.session_settings: SessionSettings | None = (
+            SessionSettings(**dict(session_settings)) if isinstance(session_settings, Mapping) else session_settings
+        )
+        self._hidden = HiddenMessages(self.agent, note_key("openai-agents", session_id))
+        #: One change of what is hidden at a time (pop_item reads, then writes).
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"RecallSession(session_id={self.session_id!r}, world={self.world.id!r}, agent={self.agent.id!r})"
+
+    # -- the Session protocol -------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The session's items, oldest first; with `limit` (default: `session_settings.limit`)
+        the newest `limit` of them."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        items = [item for _, item in await asyncio.to_thread(self._items)]
+        if limit is None or limit < 0:
+            return items
+        return items[-limit:] if limit > 0 else []
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Post the items into the session's chat, all or none."""
+        if not items:
+            return
+        requests = [self._request(item) for item in items]
+        await asyncio.to_thread(self._post, requests)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Hide the newest item from the session and return it; None when there is none."""
+        return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """Hide every item of the session so far (see the module's notes)."""
+        await asyncio.to_thread(self._clear)
+
+    # -- in a worker thread ---------------------------------------------------------------
+
+    def _items(self) -> list[tuple[int, TResponseInputItem]]:
+        """(message id, item) of the session's visible items, oldest first."""
+        through, hidden = self._hidden.load()
+        found: list[tuple[int, TResponseInputItem]] = []
+        for message in chat_messages(self.world, self.chat, after=through):
+            data = message.metadata.get(META)
+            if (
+                isinstance(data, dict)
+                and data.get("session") == self.session_id
+                and isinstance(data.get("item"), dict)
+                and message.id not in hidden
+            ):
+                found.append((message.id, data["item"]))
+        return found
+
+    def _post(self, requests: list[PostRequest]) -> None:
+        posted = self.world.post_many(requests)
+        answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
+        if answered:
+            self.agent.ack(answered)
+
+    def _pop(self) -> TResponseInputItem | None:
+        with self._lock:
+            items = self._items()
+            if not items:
+                return None
+            message_id, item = items[-1]
+            self._hidden.hide(message_id)
+            return item
+
+    def _clear(self) -> None:
+        with self._lock:
+            through, _ = self._hidden.load()
+            newest = through
+            for message in chat_messages(self.world, self.chat, after=through):
+                newest = message.id
+            self._hidden.hide_through(newest)
+
+    # -- items as messages ----------------------------------------------------------------
+
+    def _request(self, item: TResponseInputItem) -> PostRequest:
+        if not isinstance(item, Mapping):
+            raise TypeError(f"a session item is a dict (TResponseInputItem), got {type(item).__name__}")
+        data: dict[str, Any] = json.loads(json.dumps(item))
+        metadata: dict[str, Any] = {META: {"session": self.session_id, "item": data}}
+        kind, role = data.get("type"), data.get("role")
+        if role is not None and kind in (None, "message"):
+            text = _text(data.get("content"))
+            sender = {"user": self.human, "assistant": self.agent.id}.get(str(role), "system")
+            return PostRequest(sender, text if text.strip() else f"[{role} message]", self.chat, metadata=metadata)
+        if kind == "function_call":
+            metadata["tool_calls"] = [
+                {
+                    "id": str(data.get("call_id", "")),
+                    "type": "function",
+                    "function": {"name": str(data.get("name", "")), "arguments": str(data.get("arguments", ""))},
+                }
+            ]
+            return PostRequest(self.agent.id, "", self.chat, metadata=metadata)
+        if kind == "function_call_output":
+            output = data.get("output")
+            text = output if isinstance(output, str) else _text(output) or json.dumps(output, ensure_ascii=False)
+            metadata.update(tool_result_for=self.agent.id, tool_call_id=str(data.get("call_id", "")))
+            return PostRequest("system", text if text.strip() else "(no output)", self.chat, metadata=metadata)
+        return PostRequest("system", f"[{kind or 'item'}]", self.chat, metadata=metadata)
