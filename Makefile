@@ -5,10 +5,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Wheels of recall-memory's runtime dependencies (pyproject's [project] dependencies, resolved as a
+# user's `pip install recall-memory` resolves them, not the dev extra): tests/test_wheel.py installs
+# the project's wheel from here with --no-index, so the tests download nothing.
+WHEELHOUSE := $(VENV)/wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.filled
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint bench clean browser
+.PHONY: run test lint bench clean browser wheelhouse
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +24,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Filled afresh when pyproject.toml changes; pip takes the files it already fetched from its cache.
+$(WHEELHOUSE_STAMP): pyproject.toml | $(STAMP)
+	rm -rf $(WHEELHOUSE)
+	mkdir -p $(WHEELHOUSE)
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+		> $(WHEELHOUSE)/requirements.txt
+	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt
+	touch $(WHEELHOUSE_STAMP)
+
+wheelhouse: $(WHEELHOUSE_STAMP)
+
 run: $(STAMP)
 	$(BIN)/recall serve --demo
 
@@ -27,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: $(STAMP) lint browser
+test: $(STAMP) lint browser $(WHEELHOUSE_STAMP)
 	$(BIN)/python -m pytest
 
 # The inspector's tests drive Debian's Chromium; installed when missing and run as root (else

@@ -1,8 +1,11 @@
 """The distribution as a user gets it: `recall-memory`'s wheel, built from this checkout and
 installed by pip into a fresh virtualenv, runs `recall demo` and embeds offline, without torch.
 
-pip resolves the wheel's dependencies from its configured index (the only network this test
-uses); nothing is written inside the repository: the wheel is built from a copy of the sources.
+Offline: the wheel is built with this virtualenv's setuptools (no build isolation) and its
+dependencies come from the wheelhouse `make wheelhouse` fills at setup (`make test` does it first);
+every pip call here has --no-index and no pip configuration, and the fresh virtualenv's pip is the
+one venv bundles. Nothing is written inside the repository: the wheel is built from a copy of the
+sources.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import numpy as np
 from recall.search.embeddings import default_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The runtime dependencies' wheels, as a user's `pip install recall-memory` resolves them (Makefile).
+WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
 #: Texts whose word pieces and vectors the installed package must reproduce.
 TEXTS = ["Hello world", "My October invoice charged me twice.", "émoji 🎉 and ünïcode"]
 
@@ -50,12 +55,18 @@ def run(args: list[str | Path], env: dict[str, str], cwd: Path, timeout: float) 
 
 
 def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
-    # An environment that points at nothing of this checkout or its virtualenv.
+    assert (WHEELHOUSE / ".filled").is_file(), (
+        f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (`make test` fills it) to download the "
+        "runtime dependencies this test installs offline"
+    )
+
+    # An environment that points at nothing of this checkout or its virtualenv, and a pip that reads
+    # no configuration (no index, find-links or extra index from pip.conf or PIP_*), never looks for
+    # a newer pip and has no index to reach.
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PYTHON", "RECALL_")) and k not in ("VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "RECALL_", "PIP_")) and k != "VIRTUAL_ENV"
     }
+    env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
     # Build from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
     source = tmp_path / "source"
@@ -64,14 +75,16 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     dist = tmp_path / "dist"
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dist, source], env, tmp_path, 600)
+    build = ["wheel", "--quiet", "--no-index", "--no-deps", "--no-build-isolation", "--check-build-dependencies"]
+    run([sys.executable, "-m", "pip", *build, "-w", dist, source], env, tmp_path, 600)
     (wheel,) = dist.glob("recall_memory-*.whl")
     assert wheel.name.startswith("recall_memory-0.") and wheel.name.endswith("-py3-none-any.whl")
 
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv], env, tmp_path, 300)
     bin_dir = venv / "bin"
-    run([bin_dir / "python", "-m", "pip", "install", "--quiet", wheel], env, tmp_path, 900)
+    install = ["install", "--quiet", "--no-index", "--find-links", WHEELHOUSE]
+    run([bin_dir / "python", "-m", "pip", *install, wheel], env, tmp_path, 900)
 
     # The console command, with a store and a home of its own.
     home = tmp_path / "home"
