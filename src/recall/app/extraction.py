@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -143,6 +143,34 @@ class ExtractionQueue:
                 ]
                 jobs = [(k, self._pending.pop(k)) for k in keys]
             return self._run_jobs(jobs)
+
+    def discard(
+        self, tenant: str, *, scopes: Collection[str] = (), threads: str | None = None, messages: Collection[int] = ()
+    ) -> int:
+        """Drop pending snapshots of deleted things, once a run under way has ended, so what was
+        deleted does not come back as facts: every snapshot of `scopes`, of the threads whose id
+        begins with `threads` ('WORLD/' or 'WORLD/AGENT/'), or holding one of `messages`. How
+        many went."""
+        prefix = None if threads is None else threads.lower()
+        wanted = set(messages)
+
+        def gone(scope: str, thread: str, snapshot: Sequence[Message]) -> bool:
+            return (
+                scope in scopes
+                or (prefix is not None and thread.lower().startswith(prefix))
+                or any(m.id in wanted for m in snapshot)
+            )
+
+        dropped = 0
+        with self._run_lock, self._lock:
+            for key in [k for k in self._pending if k[0] == tenant]:
+                pending = self._pending[key].threads
+                for thread in [t for t, snapshot in pending.items() if gone(key[1], t, snapshot)]:
+                    del pending[thread]
+                    dropped += 1
+                if not pending:
+                    del self._pending[key]
+        return dropped
 
     def pending(self) -> list[tuple[str, str]]:
         """(tenant, scope) pairs waiting to run, soonest first."""
@@ -295,6 +323,14 @@ class Extraction:
     def run_extraction(self, tenant: str | None = None, scope: str | None = None) -> list[ExtractionRun]:
         """`flush_extraction`, returning each run with its failure, if any."""
         return [] if self.queue is None else self.queue.run_now(tenant, scope)
+
+    def discard(
+        self, tenant: str, *, scopes: Collection[str] = (), threads: str | None = None, messages: Collection[int] = ()
+    ) -> int:
+        """Drop queued extractions of deleted things (`ExtractionQueue.discard`)."""
+        if self.queue is None:
+            return 0
+        return self.queue.discard(tenant, scopes=scopes, threads=threads, messages=messages)
 
     def depth(self) -> int:
         """Pending (scope, thread) snapshots: the queue-depth metric (0 with extraction off)."""

@@ -14,9 +14,11 @@ from recall.app.context import Contexts
 from recall.app.deliveries import Deliveries
 from recall.app.extraction import Extraction
 from recall.app.facts import Facts
+from recall.app.lifecycle import Lifecycle
 from recall.app.memories import Memories
 from recall.app.posting import Posting
 from recall.app.search import Searcher
+from recall.app.world_export import WorldExports
 from recall.app.worlds import Worlds
 from recall.llm.factory import chat_model_from_settings
 from recall.llm.summarizer import LLMSummarizer
@@ -46,6 +48,9 @@ class RecallService:
         self.searcher = Searcher(settings, worlds, facts, self.index)
         self.extraction = Extraction(store, settings, worlds, facts, self.model)
         self.contexts = Contexts(store, settings, worlds, posting, agent_state, self.index, self.summarizer)
+        #: Deleting worlds, participants and messages; exporting and importing whole worlds.
+        self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index)
+        self.exports = WorldExports(store, settings, worlds, self.index)
 
     @property
     def post_count(self) -> int:

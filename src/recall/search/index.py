@@ -14,7 +14,7 @@ another one, carries on where the last stopped.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,11 @@ UNEMBEDDED_MAX = 16
 MAX_DIM = 8192
 
 _STATE_MESSAGES = "messages"
+#: Messages as the index copies them (then a condition on `m.id`).
+_MESSAGE_ROWS = (
+    "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at, w.id"
+    " FROM messages m JOIN worlds w ON w.key = m.world_id"
+)
 _STATE_MODEL = "vector_model"
 _SET_STATE = (
     "INSERT INTO search_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
@@ -155,33 +160,79 @@ class SearchIndex:
             return 0  # a read, so searches do not queue behind writers when nothing is new
         with self._store._write() as db:
             self._backend.lock_indexing(db)
-            row = db.execute(self._sql("SELECT value FROM search_state WHERE name = ?"), (_STATE_MESSAGES,)).fetchone()
-            mark = int(row[0]) if row else 0
+            mark = self._watermark(db)
             messages = db.execute(
-                self._sql(
-                    "SELECT m.id, m.world_id, w.tenant, m.chat_id, m.sender, m.content, m.metadata, m.created_at, w.id"
-                    " FROM messages m JOIN worlds w ON w.key = m.world_id WHERE m.id > ? ORDER BY m.id LIMIT ?"
-                ),
-                (mark, limit),
+                self._sql(f"{_MESSAGE_ROWS} WHERE m.id > ? ORDER BY m.id LIMIT ?"), (mark, limit)
             ).fetchall()
             if not messages:
                 return 0
-            # World keys are unique regardless of case on both databases.
-            previous: dict[tuple[str, str], str] = {}
-            rows: list[ItemRow] = []
-            for m in messages:
-                text = indexed_text(m[4], m[5], load_json(m[6]) if m[6] != "{}" else {})
-                chat = (str(m[1]).lower(), m[3])
-                if chat not in previous:
-                    previous[chat] = self._previous_text(db, m[0], m[1], m[3])
-                # The space is the world's id in its tenant, as for its notes and facts.
-                rows.append(
-                    ItemRow(m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat])
-                )
-                previous[chat] = text
-            self._backend.insert_items(db, rows)
+            self._backend.insert_items(db, self._message_items(db, messages, {}))
             db.execute(self._sql(_SET_STATE), (_STATE_MESSAGES, messages[-1][0]))
         return len(messages)
+
+    def _watermark(self, db: Any) -> int:
+        row = db.execute(self._sql("SELECT value FROM search_state WHERE name = ?"), (_STATE_MESSAGES,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _message_items(
+        self, db: Any, messages: Sequence[Sequence[Any]], previous: dict[tuple[str, str], str]
+    ) -> list[ItemRow]:
+        """The items of messages (rows of _MESSAGE_ROWS, in id order); `previous` holds the text
+        of the latest message seen per chat, so far."""
+        rows: list[ItemRow] = []
+        for m in messages:
+            text = indexed_text(m[4], m[5], load_json(m[6]) if m[6] != "{}" else {})
+            # World keys are unique regardless of case on both databases.
+            chat = (str(m[1]).lower(), m[3])
+            if chat not in previous:
+                previous[chat] = self._previous_text(db, m[0], m[1], m[3])
+            # The space is the world's id in its tenant, as for its notes and facts.
+            rows.append(ItemRow(m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat]))
+            previous[chat] = text
+        return rows
+
+    def index_message_ids(self, message_ids: Sequence[int]) -> int:
+        """Copy these messages into the index now, wherever the watermark is (an imported world
+        keeps its message ids, which may lie below it); one already there stays as it is. How
+        many were copied. Each message's context is the one before it among these, in its chat:
+        name every message of a chat from some message on (as an import does)."""
+        ids = sorted({check_id(i) for i in message_ids})
+        copied = 0
+        with self._store._write() as db:
+            self._backend.lock_indexing(db)
+            previous: dict[tuple[str, str], str] = {}
+            for start in range(0, len(ids), MAX_PARAMS):
+                chunk = ids[start : start + MAX_PARAMS]
+                messages = db.execute(
+                    self._sql(f"{_MESSAGE_ROWS} WHERE m.id IN ({marks(chunk)}) ORDER BY m.id"), chunk
+                ).fetchall()
+                self._backend.insert_items(db, self._message_items(db, messages, previous))
+                copied += len(messages)
+        return copied
+
+    def forget(self, items: Mapping[str, Sequence[int]], successors: Sequence[int] = ()) -> int:
+        """Remove items of several kinds (kind → source ids) with their vectors, in one
+        transaction; how many were there. `successors` are messages that followed a removed
+        one in its chat: their items are made again, with the context of the message now before
+        them. It waits for an indexer copying messages meanwhile (the indexing lock), so no
+        copy of a removed message stays behind; on SQLite each process's copy in memory drops
+        the items at its next catch-up (`search_deleted`)."""
+        checked = {kind: [check_id(i) for i in ids] for kind, ids in items.items() if ids}
+        check_kinds(list(checked) or ["message"])
+        removed = 0
+        with self._store._write() as db:
+            self._backend.lock_indexing(db)
+            for kind, ids in checked.items():
+                for start in range(0, len(ids), MAX_PARAMS):
+                    removed += self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
+            mark = self._watermark(db)
+            # Above the watermark the indexer copies them later, with their context as it is then.
+            # One at a time, oldest first: a successor's context may be another successor's text.
+            for message_id in sorted({check_id(i) for i in successors if i <= mark}):
+                self._backend.delete_items(db, "message", [message_id])
+                message = db.execute(self._sql(f"{_MESSAGE_ROWS} WHERE m.id = ?"), (message_id,)).fetchall()
+                self._backend.insert_items(db, self._message_items(db, message, {}))
+        return removed
 
     def _previous_text(self, db: Any, message_id: int, world_id: str, chat_id: str) -> str:
         """The indexed text of the message before `message_id` in its chat ('' for the first)."""

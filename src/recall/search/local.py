@@ -151,6 +151,8 @@ class _Partition:
         self.vectors = 0
         #: The HNSW graph (keys are row numbers), if built.
         self.graph: Index | None = None
+        #: Rows removed since the postings were last compacted (`compact`).
+        self.removed = 0
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -198,10 +200,34 @@ class _Partition:
         self.vectors += int(self.has_vector[at]) - int(had)
 
     def remove(self, at: int) -> None:
+        """A deleted item: never found again, and its vector is gone from the copy (the matrix and
+        the graph) at once; its words leave the postings at the next `compact`."""
         self.alive[at] = False
         self.live -= 1
+        self.removed += 1
         self.total_length -= float(self.length[at])
         self.set_vector(at, None)
+        self.matrix[at] = 0.0
+        if self.graph is not None and self.graph.contains(at):
+            self.graph.remove(at)
+
+    def compact(self) -> None:
+        """Drop removed rows from the postings, and the terms no live row holds any more."""
+        alive = self.alive
+        for term in list(self.terms):
+            postings = self.terms[term]
+            rows = np.frombuffer(postings.rows, dtype=np.int64)
+            keep = alive[rows]
+            if keep.all():
+                continue
+            if not keep.any():
+                del self.terms[term]
+                continue
+            fresh = _Postings()
+            fresh.rows.frombytes(rows[keep].tobytes())
+            fresh.counts.frombytes(np.frombuffer(postings.counts, dtype=np.float32)[keep].tobytes())
+            self.terms[term] = fresh
+        self.removed = 0
 
     def _grow(self, capacity: int) -> None:
         """New, larger arrays; a search or graph build holding the old ones reads them unchanged."""
@@ -323,8 +349,11 @@ class LocalIndex:
                     self._partitions[place[0]].set_vector(place[1], row.vector)
                     continue
                 if place is not None:
-                    self._partitions[place[0]].remove(place[1])
+                    gone = self._partitions[place[0]]
+                    gone.remove(place[1])
                     del self._where[item_id]
+                    if not gone.live:
+                        del self._partitions[place[0]]  # every item of it deleted: nothing of it stays
                 if row is not None:
                     key = _key(row)
                     partition = self._partitions.get(key)
@@ -361,6 +390,8 @@ class LocalIndex:
         for key in list(self._partitions):
             with self._lock:
                 partition = self._partitions.get(key)
+                if partition is not None and partition.removed:
+                    partition.compact()  # what deleted items said leaves the postings
                 if partition is None or partition.vectors < GRAPH_MIN_ROWS:
                     continue
                 todo = np.flatnonzero(partition.has_vector[: partition.size] & ~partition.in_graph[: partition.size])
@@ -385,6 +416,9 @@ class LocalIndex:
                     # Rows whose vector changed meanwhile stay out of the graph (in_graph False):
                     # the next build replaces them.
                     unchanged = todo[np.all(partition.matrix[todo] == vectors, axis=1) & partition.has_vector[todo]]
+                    removed = todo[~partition.alive[todo]]
+                    if len(removed):
+                        graph.remove(removed)  # deleted while the graph was built: no vector of theirs stays
                     partition.graph = graph
                     partition.in_graph[unchanged] = True
                     added += len(unchanged)

@@ -41,8 +41,8 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
-from recall.store.sql_writes import SQLWrites
 from recall.store.urls import redacted_url, url_password
+from recall.store.world_dump import SQLWorlds
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
@@ -60,10 +60,18 @@ _NOTIFY_IDS = 200
 
 logger = logging.getLogger("recall.store.postgres")
 
+#: The sequences of the ids an import keeps: new ids continue after the imported ones.
+_KEPT_ID_SEQUENCES = (
+    ("messages", "messages_id_seq"),
+    ("observations", "observations_id_seq"),
+    ("notes", "notes_id_seq"),
+    ("facts", "facts_id_seq"),
+)
+
 #: Called by the listener with (world id, the new message ids, or None for "too many to name").
 
 
-class PostgresStore(SQLWrites):
+class PostgresStore(SQLWorlds):
     LOCK_ROWS = " FOR UPDATE"
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
@@ -72,6 +80,7 @@ class PostgresStore(SQLWrites):
         self.announcer: PostAnnouncer | None = self
         self.path = redacted_url(url)
         self._keys: dict[tuple[str, str], int] = {}
+        self._seen_version: int | None = None
         #: Names this process in its own announcements, so its listener skips them.
         self.token = uuid.uuid4().hex
         self._probe(min(PROBE_TIMEOUT, connect_timeout))
@@ -154,7 +163,12 @@ class PostgresStore(SQLWrites):
                     cur.execute("INSERT INTO schema_migrations VALUES (%s, extract(epoch from now()))", (number,))
 
     def change_version(self) -> int:
-        return int(self._read("SELECT version FROM store_version")[0][0])
+        version = int(self._read("SELECT version FROM store_version")[0][0])
+        if version != self._seen_version:
+            # Another replica may have deleted a participant: its cached key must not be used.
+            self._seen_version = version
+            self._forget_cached_keys()
+        return version
 
     def close(self) -> None:
         self._pool.close()
@@ -166,6 +180,27 @@ class PostgresStore(SQLWrites):
     def _lock_worlds(self, db: Any) -> None:
         # One world created at a time across replicas: the check and the key stay true.
         db.execute("SELECT pg_advisory_xact_lock(%s)", (_WORLDS_LOCK,))
+
+    # -- whole worlds: deleted, imported (world_delete.py, world_dump.py) ----------------------
+
+    def _forget_world_rows(self, db: Any, world_id: str, agent_id: str | None) -> None:
+        if agent_id is None:
+            db.execute("DELETE FROM rate_buckets WHERE world_id = %s", (world_id,))
+        else:
+            db.execute("DELETE FROM rate_buckets WHERE world_id = %s AND agent_id = %s", (world_id, agent_id))
+
+    def _execute_many(self, db: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        db.executemany(sql.replace("?", "%s"), rows)
+
+    def _lock_for_import(self, db: Any) -> None:
+        # Imported message ids are checked and written while no post takes one.
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (_MESSAGES_LOCK,))
+
+    def _continue_sequences(self, db: Any) -> None:
+        for table, sequence in _KEPT_ID_SEQUENCES:
+            db.execute(
+                f"SELECT setval('{sequence}', GREATEST((SELECT MAX(id) FROM {table}), (SELECT last_value FROM {sequence})))"
+            )
 
     # -- worlds and participants ----------------------------------------------------------
 

@@ -37,9 +37,9 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
-from recall.store.sql_writes import SQLWrites
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
+from recall.store.world_dump import SQLWorlds
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 _IN_CHUNK = 500
@@ -78,7 +78,7 @@ def _open_error(path: str, exc: Exception) -> StoreOpenError:
     return StoreOpenError(f"cannot open {path}: {exc}")
 
 
-class SQLiteStore(SQLWrites):
+class SQLiteStore(SQLWorlds):
     #: Neither ability: one process's in-memory buckets and notifier serve (see server/).
     rate_buckets: SharedRateLimits | None = None
     announcer: PostAnnouncer | None = None
@@ -94,6 +94,7 @@ class SQLiteStore(SQLWrites):
         self._keys: dict[tuple[str, str], int] = {}
         self._world_keys: dict[str, dict[str, int]] = {}
         self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._seen_version: int | None = None
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -173,7 +174,17 @@ class SQLiteStore(SQLWrites):
 
     def change_version(self) -> int:
         # SQLite bumps data_version when another connection commits; our own commits do not.
-        return int(self._read("PRAGMA data_version")[0][0])
+        version = int(self._read("PRAGMA data_version")[0][0])
+        if version != self._seen_version:
+            # Another process may have deleted a participant: its cached key must not be used.
+            self._seen_version = version
+            self._forget_cached_keys()
+        return version
+
+    def _forget_cached_keys(self) -> None:
+        super()._forget_cached_keys()
+        self._world_keys.clear()
+        self._groups.clear()
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,274 @@
+"""Export a world as JSON lines and import it back, losslessly (spec §8; the format is
+`world_format.py`'s).
+
+An export holds the world with its participants (agents with their profiles and settings),
+chats, messages, deliveries with their read flags, inbox marks and memory counts, turn
+counters, observations and actions, agents' notes and context sessions, long-term memories,
+and the facts and summary sections of the world's scope (`world:ID`), of its agents' scopes,
+and of its humans' `user:ID` scopes in the world's tenant. The search index is not exported:
+an import indexes what it stored (vectors are made again by the background indexer).
+
+An import checks every line first (an `InvalidInputError` names the line and the field), then
+stores the whole world in one transaction under the importing caller's tenant: a world of that
+id in the tenant, or any kept id the store holds already, is a `ConflictError`, and nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from recall.app.lifecycle import world_scopes
+from recall.app.world_format import FORMAT, TYPES, record_of, row_of
+from recall.app.worlds import Worlds, _validate_profile
+from recall.errors import InvalidInputError
+from recall.settings import Settings
+from recall.store.base import Store, WorldRecord
+from recall.store.rows import dt
+from recall.store.world_records import WORLD_TABLES, WorldImport
+
+if TYPE_CHECKING:
+    from recall.search.base import IndexItem
+    from recall.search.index import SearchIndex
+
+#: A line of an export: JSON text, or the record itself (as `export_world` yields it).
+Line = str | bytes | Mapping[str, Any]
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _parse(line: Line, number: int) -> Mapping[str, Any] | None:
+    """A line as a JSON object (None for a blank line)."""
+    if isinstance(line, Mapping):
+        return line
+    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
+    if not isinstance(text, str):
+        raise InvalidInputError(f"line {number}", f"must be a line of text, got {type(line).__name__}")
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+    except (ValueError, RecursionError) as e:
+        raise InvalidInputError(f"line {number}", f"is not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"line {number}", "must be a JSON object (one record per line)")
+    return value
+
+
+@dataclass
+class _Read:
+    """What the lines of an export held, checked line by line."""
+
+    world: dict[str, Any]
+    rows: dict[str, list[tuple[Any, ...]]]
+    lines: dict[str, list[int]]
+
+
+@dataclass(frozen=True, eq=False)
+class WorldExports:
+    """Export a world, import one."""
+
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    index: SearchIndex | None = None
+
+    # -- export ---------------------------------------------------------------------------
+
+    def export_world(self, world_id: str) -> Iterator[dict[str, Any]]:
+        """The records of the world (by key), header first and the end record last."""
+        from recall import __version__  # the package imports this module while it loads
+
+        world = self.worlds.get_world(world_id)
+        scopes = world_scopes(world, self.store.list_participants(world.key), users=True)
+        yield {"format": FORMAT, "exported_at": datetime.now(UTC).isoformat(), "recall_version": __version__}
+        counts: Counter[str] = Counter()
+        for table, row in self.store.export_world(world.key, scopes):
+            record = record_of(table, row)
+            counts[record["record"]] += 1
+            yield record
+        yield {"record": "end", "counts": dict(counts)}
+
+    def write_export(self, world_id: str, out: IO[str]) -> dict[str, int]:
+        """Write the world's export to a text file, a record per line; the records per type."""
+        counts: dict[str, int] = {}
+        for record in self.export_world(world_id):
+            out.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+            if record.get("record") == "end":
+                counts = dict(record["counts"])
+        return counts
+
+    # -- import ---------------------------------------------------------------------------
+
+    def import_world(self, lines: Iterable[Line], tenant: str | None = None) -> WorldRecord:
+        """Store the world an export's lines hold under `tenant` (None: the tenant the export
+        names); nothing is written when a line is malformed (InvalidInputError naming it) or an
+        id is taken (ConflictError)."""
+        if tenant is not None and not isinstance(tenant, str):
+            raise InvalidInputError("tenant", "must be text")
+        read = self._read(lines)
+        self._check_references(read)
+        into = str(read.world["tenant"]) if tenant is None else tenant
+        world = self.store.import_world(WorldImport(into, read.world, dict(read.rows)))
+        self.worlds._drop_caches()
+        self._index(world, read.rows)
+        return world
+
+    def _read(self, lines: Iterable[Line]) -> _Read:
+        world: dict[str, Any] | None = None
+        rows: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        numbers: dict[str, list[int]] = defaultdict(list)
+        header = end = False
+        number = 0
+        for number, line in enumerate(lines, 1):
+            record = _parse(line, number)
+            if record is None:
+                continue
+            if end:
+                raise InvalidInputError(
+                    f"line {number}", "comes after the end record: the file holds more than one export"
+                )
+            if not header:
+                if record.get("format") != FORMAT:
+                    raise InvalidInputError(
+                        f"line {number}: format",
+                        f"an export begins with a header of format {FORMAT!r}, got {record.get('format')!r}"
+                        " (is this a file `recall export` wrote?)",
+                    )
+                header = True
+                continue
+            if record.get("record") == "end":
+                self._check_end(record, rows, number)
+                end = True
+                continue
+            table, row = row_of(record, number)
+            if table == "worlds":
+                if world is not None:
+                    raise InvalidInputError(f"line {number}: world", "an export holds one world record")
+                world = dict(zip(("id", "name", "turn_limit", "created_at", "tenant"), row, strict=True))
+                continue
+            if world is None:
+                raise InvalidInputError(f"line {number}: record", "the world record must come before the others")
+            if table == "messages" and len(row[6]) > self.settings.max_message_chars:
+                raise InvalidInputError(
+                    f"line {number}: message.content",
+                    f"is {len(row[6]):,} characters; the limit is {self.settings.max_message_chars:,}",
+                )
+            rows[table].append(row)
+            numbers[table].append(number)
+        if not header:
+            raise InvalidInputError("line 1", "the export is empty: it has no header")
+        if not end:
+            raise InvalidInputError(
+                f"line {number + 1}", "the export ends without its end record: it was cut short, export it again"
+            )
+        if world is None:
+            raise InvalidInputError("line 2", "the export holds no world record")
+        return _Read(world, rows, numbers)
+
+    @staticmethod
+    def _check_end(record: Mapping[str, Any], rows: Mapping[str, list[Any]], number: int) -> None:
+        said = record.get("counts")
+        if not isinstance(said, dict):
+            raise InvalidInputError(f"line {number}: end.counts", "must be an object of record kind to count")
+        held = {TYPES[table]: len(found) for table, found in rows.items() if found}
+        held["world"] = 1
+        for kind in sorted(set(said) | set(held)):
+            if said.get(kind, 0) != held.get(kind, 0):
+                raise InvalidInputError(
+                    f"line {number}: end.counts.{kind}",
+                    f"the file holds {held.get(kind, 0)} {kind} record(s), its end record says {said.get(kind, 0)!r}:"
+                    " records are missing or were added; export it again",
+                )
+
+    def _check_references(self, read: _Read) -> None:
+        """Every record names something the export holds (once): agents, messages, chats, scopes."""
+        rows, lines = read.rows, read.lines
+
+        def fail(table: str, index: int, field: str, problem: str) -> None:
+            raise InvalidInputError(f"line {lines[table][index]}: {TYPES[table]}.{field}", problem)
+
+        def unique(table: str, key: Any, seen: set[Any], index: int, field: str) -> None:
+            if key in seen:
+                fail(table, index, field, f"{key!r} appears twice in the export")
+            seen.add(key)
+
+        people: set[str] = set()
+        agents: set[str] = set()
+        humans: set[str] = set()
+        for i, (pid, kind, profile, _) in enumerate(rows["participants"]):
+            unique("participants", pid.lower(), people, i, "id")
+            (agents if kind == "agent" else humans).add(pid.lower())
+            if kind == "agent":
+                try:
+                    _validate_profile(pid, json.loads(profile))
+                except InvalidInputError as e:
+                    fail("participants", i, f"profile.{e.field}", e.problem)
+        chats: set[str] = set()
+        for i, row in enumerate(rows["chats"]):
+            unique("chats", row[0], chats, i, "id")
+        messages: set[int] = set()
+        for i, row in enumerate(rows["messages"]):
+            unique("messages", row[0], messages, i, "id")
+            if row[1] not in chats:
+                fail("messages", i, "chat_id", f"names chat {row[1] or None!r}, which the export has no chat record of")
+            if row[5] is not None and (row[5] not in messages or row[5] >= row[0]):
+                fail(
+                    "messages", i, "parent_id", f"names message {row[5]}, which is not an earlier message of the export"
+                )
+        for table in WORLD_TABLES:
+            if WORLD_TABLES[table][0] == "agent":
+                for i, row in enumerate(rows[table]):
+                    if row[0].lower() not in agents:
+                        fail(table, i, "agent", f"names {row[0]!r}, which is not an agent of the export")
+        pairs: set[tuple[str, int]] = set()
+        for i, (agent, message_id, *_) in enumerate(rows["deliveries"]):
+            if message_id not in messages:
+                fail("deliveries", i, "message_id", f"names message {message_id}, which the export does not hold")
+            unique("deliveries", (agent.lower(), message_id), pairs, i, "message_id")
+        for table in ("observations", "notes", "facts"):
+            seen: set[int] = set()
+            for i, row in enumerate(rows[table]):
+                unique(table, row[0], seen, i, "id")
+        for i, row in enumerate(rows["notes"]):
+            if row[1] and row[1].lower() not in agents:
+                fail("notes", i, "owner", f"names {row[1]!r}, which is not an agent of the export")
+        world = str(read.world["id"]).lower()
+        scopes = {f"world:{world}"} | {f"agent:{world}/{a}" for a in agents} | {f"user:{h}" for h in humans}
+        sections: set[str] = set()
+        for table in ("facts", "fact_sections"):
+            for i, row in enumerate(rows[table]):
+                scope = row[1] if table == "facts" else row[0]
+                if scope not in scopes:
+                    fail(table, i, "scope", f"{scope!r} is not a scope of this world, its agents or its humans")
+                if table == "fact_sections":
+                    unique(table, scope, sections, i, "scope")
+
+    def _index(self, world: WorldRecord, rows: Mapping[str, list[tuple[Any, ...]]]) -> None:
+        """Make the imported messages, memories and facts searchable now: their ids are kept, and
+        may lie below the point the background indexer has copied messages up to."""
+        if self.index is None:
+            return
+        from recall.search.base import IndexItem
+
+        self.index.index_message_ids([row[0] for row in rows.get("messages", ())])
+        items: list[IndexItem] = []
+        for note_id, owner, _, content, importance, chat_id, _, created_at in rows.get("notes", ()):
+            items.append(
+                IndexItem(
+                    world.tenant, world.id, "memory", note_id, owner, content, dt(created_at), chat_id, None, importance
+                )
+            )
+        for fact_id, scope, content, *_, updated_at in rows.get("facts", ()):
+            kind, _, rest = scope.partition(":")
+            space, _, owner = (scope, "", "") if kind == "user" else rest.partition("/")
+            items.append(IndexItem(world.tenant, space, "fact", fact_id, owner, content, dt(updated_at)))
+        if items:
+            self.index.add(items)
