@@ -98,7 +98,7 @@ class Recall:
         names), with every id, time and read flag kept, and index it for search. Nothing is
         written when a line is malformed (InvalidInputError naming the line and the field) or
         the world or any kept id exists in this store already (ConflictError)."""
-        return World(self.service, self.service.exports.import_world(lines, tenant))
+        return World(self.service, self.service.exports.import_world(lines, tenant).world)
 
     def refresh_index(self) -> int:
         """Index and embed everything not yet in the search index, now; the work done. A

@@ -62,6 +62,14 @@ def _parse(line: Line, number: int) -> Mapping[str, Any] | None:
     return value
 
 
+@dataclass(frozen=True)
+class Imported:
+    """An imported world, and how many records of each kind it held."""
+
+    world: WorldRecord
+    counts: dict[str, int]
+
+
 @dataclass
 class _Read:
     """What the lines of an export held, checked line by line."""
@@ -107,7 +115,7 @@ class WorldExports:
 
     # -- import ---------------------------------------------------------------------------
 
-    def import_world(self, lines: Iterable[Line], tenant: str | None = None) -> WorldRecord:
+    def import_world(self, lines: Iterable[Line], tenant: str | None = None) -> Imported:
         """Store the world an export's lines hold under `tenant` (None: the tenant the export
         names); nothing is written when a line is malformed (InvalidInputError naming it) or an
         id is taken (ConflictError)."""
@@ -119,7 +127,8 @@ class WorldExports:
         world = self.store.import_world(WorldImport(into, read.world, dict(read.rows)))
         self.worlds._drop_caches()
         self._index(world, read.rows)
-        return world
+        counts = {TYPES[table]: len(rows) for table, rows in read.rows.items() if rows}
+        return Imported(world, {"world": 1, **counts})
 
     def _read(self, lines: Iterable[Line]) -> _Read:
         world: dict[str, Any] | None = None

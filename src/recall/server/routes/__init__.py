@@ -10,6 +10,7 @@ from recall.server.routes import (
     extraction,
     facts,
     inbox,
+    lifecycle,
     memories,
     messages,
     notes,
@@ -29,4 +30,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     memories.router,
     extraction.router,
     search.router,
+    lifecycle.router,
 )
