@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from recall.cli import demo, messages, migrate, runner, search, serve
+from recall.cli import demo, lifecycle, messages, migrate, runner, search, serve
 from recall.cli.facts import facts_app
 from recall.cli.importing import import_app
 from recall.cli.memories import memory_app
@@ -64,10 +64,16 @@ for command in (
     serve.serve,
     serve.mcp,
     migrate.migrate,
+    lifecycle.export,
     demo.demo,
 ):
     app.command()(command)
+app.command("import-world")(lifecycle.import_world)
+app.command("delete-message")(lifecycle.delete_message)
 agent_app.command("run")(runner.agent_run)
+world_app.command("delete")(lifecycle.world_delete)
+agent_app.command("delete")(lifecycle.agent_delete)
+human_app.command("delete")(lifecycle.human_delete)
 app.add_typer(world_app, name="world")
 app.add_typer(agent_app, name="agent")
 app.add_typer(human_app, name="human")
