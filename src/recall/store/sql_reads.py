@@ -147,7 +147,8 @@ class SQLReads:
         return [participant_record(r) for r in rows]
 
     def _agent_key(self, world_id: str, agent_id: str) -> int | None:
-        """The key of an agent, or None for anyone else. Keys never change, so they are cached."""
+        """The key of an agent, or None for anyone else. Keys never change, so they are cached (a
+        deleted participant's go with every cached key: `_forget_cached_keys`)."""
         cache_key = (world_id.lower(), agent_id.lower())
         key = self._keys.get(cache_key)
         if key is None:
