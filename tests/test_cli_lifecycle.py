@@ -55,6 +55,8 @@ def test_export_and_import_world_round_trip_through_a_file(db: Path, tmp_path: P
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join(lines[:-1]) + "\n")
     assert "cut short" in recall(tmp_path / "other.db", "import-world", str(broken), ok=False)
+    broken.write_bytes(out.read_bytes().replace(b'"maria"', b'"mar\xeda"', 1))
+    assert "line 4: is not UTF-8" in recall(tmp_path / "other.db", "import-world", str(broken), ok=False)
 
 
 def test_deleting_asks_first_unless_told_yes(db: Path) -> None:

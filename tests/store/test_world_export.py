@@ -149,8 +149,9 @@ def _too_large(lines: list[str]) -> list[str]:
     ]
 
 
-MALFORMED: dict[str, tuple[Callable[[list[str]], list[str]], str, str]] = {
+MALFORMED: dict[str, tuple[Callable[[list[str]], list[Any]], str, str]] = {
     "not json": (lambda ls: [ls[0], "{oops", *ls[1:]], "line 2", "is not JSON"),
+    "not UTF-8": (lambda ls: [ls[0].encode(), b'{"record": "\xff"}', *ls[1:]], "line 2", "not UTF-8"),
     "not a header": (lambda ls: ls[1:], "line 1: format", "begins with a header"),
     "cut short": (lambda ls: ls[:-1], "line", "cut short"),
     "a record missing": (lambda ls: [ls[0], ls[1], *ls[3:]], "end.counts.participant", "the file holds 3"),

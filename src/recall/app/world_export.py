@@ -48,7 +48,10 @@ def _parse(line: Line, number: int) -> Mapping[str, Any] | None:
     """A line as a JSON object (None for a blank line)."""
     if isinstance(line, Mapping):
         return line
-    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as e:
+        raise InvalidInputError(f"line {number}", f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
     if not isinstance(text, str):
         raise InvalidInputError(f"line {number}", f"must be a line of text, got {type(line).__name__}")
     if not text.strip():

@@ -88,13 +88,14 @@ def import_world(
 
     Into --tenant, else the export's tenant. A bad line or a taken world or id writes nothing."""
     with open_recall(create=True) as mem:
+        # Bytes: the import reports a line that is not UTF-8 by its number.
         if file == "-":
-            world = mem.service.exports.import_world(sys.stdin, tenant())
+            world = mem.service.exports.import_world(sys.stdin.buffer, tenant())
         else:
             path = Path(file)
             if not path.is_file():
                 fail(f"cannot read {file}: no such file")
-            with path.open(encoding="utf-8") as source:
+            with path.open("rb") as source:
                 world = mem.service.exports.import_world(source, tenant())
         print_json({"world": world.world.id, "tenant": world.world.tenant, "imported": world.counts})
 
