@@ -93,11 +93,9 @@ class Recall:
         return self.world(space, tenant=tenant).search(query, **options)
 
     def import_world(self, lines: Iterable[str | bytes | Mapping[str, Any]], *, tenant: str | None = None) -> World:
-        """Import a world an export holds (`World.export()`'s records, or the lines of a file
-        `World.export_to` or `recall export` wrote) into `tenant` (None: the tenant the export
-        names), with every id, time and read flag kept, and index it for search. Nothing is
-        written when a line is malformed (InvalidInputError naming the line and the field) or
-        the world or any kept id exists in this store already (ConflictError)."""
+        """Import an export (`World.export()` records or `export_to` lines) into `tenant` (None:
+        the export's), ids, times and read flags kept. A bad line (InvalidInputError) or a taken
+        world or id (ConflictError) writes nothing."""
         return World(self.service, self.service.exports.import_world(lines, tenant).world)
 
     def refresh_index(self) -> int:
@@ -226,39 +224,31 @@ class World:
         self.service.memories.delete_memory(self.key, memory.id if isinstance(memory, Memory) else memory)
 
     def delete(self) -> dict[str, Any]:
-        """Delete the world and everything in it: participants, chats, messages, deliveries and
-        read state, notes, observations, memories, the facts of its own and its agents' scopes,
-        and their search items (vectors included). Its humans' `user:ID` facts stay (they
-        belong to the tenant: `delete_human(id, erase=True)` removes them). Counts of what went."""
+        """Delete the world and everything in it, search items included; its humans' `user:ID`
+        facts stay (they belong to the tenant). Counts of what went (docs/python-api.md)."""
         return self.service.lifecycle.delete_world(self.key).to_dict()
 
     def delete_agent(self, agent_id: str, *, erase: bool = False) -> dict[str, Any]:
-        """Delete an agent with what was private to it (deliveries, read state, notes, turn
-        counter, observations, private memories, its agent facts). The messages it wrote stay,
-        since others heard them, unless `erase`. Counts of what went."""
+        """Delete an agent and what was private to it; the messages it wrote stay (others heard
+        them) unless `erase`. Counts of what went."""
         return self.service.lifecycle.delete_participant(self.key, agent_id, "agent", erase=erase).to_dict()
 
     def delete_human(self, human_id: str, *, erase: bool = False) -> dict[str, Any]:
-        """Delete a human. With `erase`, also every message it sent in this world (with their
-        deliveries and search items) and the facts of `user:ID` in the world's tenant; without
-        it the messages stay (every agent heard them) and so do the user's facts. Counts of
-        what went."""
+        """Delete a human; with `erase` also the messages it sent in this world and its `user:ID`
+        facts (without, both stay). Counts of what went."""
         return self.service.lifecycle.delete_participant(self.key, human_id, "human", erase=erase).to_dict()
 
     def delete_message(self, message: int | Message) -> dict[str, Any]:
-        """Delete one message with its deliveries and search item; replies to it become replies
-        to its parent. NotFoundError when the world has no such message."""
+        """Delete a message with its deliveries; replies to it become replies to its parent."""
         message_id = message.id if isinstance(message, Message) else message
         return self.service.lifecycle.delete_message(self.key, message_id).to_dict()
 
     def export(self) -> Iterator[dict[str, Any]]:
-        """The world as export records (the JSON lines of `recall export`): a header, the world,
-        its rows, an end record. `Recall.import_world` takes them back."""
+        """The world as export records (`recall export`'s lines), for `Recall.import_world`."""
         return self.service.exports.export_world(self.key)
 
     def export_to(self, file: str | Path | IO[str]) -> dict[str, int]:
-        """Write `export()` to a file (a path, or an open text file), a record per line; the
-        records written per type."""
+        """Write `export()` to a path or text file as JSON lines; the records written per kind."""
         if isinstance(file, str | Path):
             with open(file, "w", encoding="utf-8") as out:
                 return self.service.exports.write_export(self.key, out)
