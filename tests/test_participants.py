@@ -28,15 +28,15 @@ def test_list_agents_and_humans(mem: Recall) -> None:
     assert mem.world("w").agent("helper").id == "Helper"  # any case finds it
 
 
-def test_update_changes_only_the_settings_given(mem: Recall) -> None:
+def test_update_changes_only_the_settings_given(mem: Recall, store_location: str) -> None:
     world = mem.world("w", create=True)
     agent = world.add_agent("helper", system_prompt="You help.", goals=["be brief"], history_limit=20)
     updated = agent.update(system_prompt="You help with parcels.", model="gpt-4o")
     assert updated.system_prompt == "You help with parcels." and updated.model == "gpt-4o"
     assert updated.goals == ("be brief",) and updated.history_limit == 20  # untouched
-    # What was stored, read back by another handle.
-    again = Recall(mem.service.store).world("w").agent("helper").profile
-    assert again == updated
+    # What was stored, read back by another process's view of the store.
+    with Recall(store_location, settings=Settings(embeddings="none", index_interval=0)) as other:
+        assert other.world("w").agent("helper").profile == updated
     assert "You help with parcels." in world.agent("helper").system_prompt()
     # None puts a setting back to its default.
     assert agent.update(history_limit=None, model=None).history_limit is None
