@@ -1,8 +1,9 @@
 """What the adapters share: the world and participants they act as (made when missing), chat ids
 for a framework's session ids, and the messages an adapter no longer shows.
 
-recall keeps every message (it cannot delete one yet), so a framework's "clear" or "pop" hides
-messages from that adapter's view instead: the hidden ids are a note in the agent's key-value
+A framework's "clear" or "pop" hides messages from that adapter's view rather than deleting
+them, since the world's other participants heard them too (`World.delete_message` deletes one
+for everyone): the hidden ids are a note in the agent's key-value
 memory, so a new handle, or another process, sees the same view. The messages stay in the store,
 in search, and in the agents' recall contexts.
 """

@@ -23,9 +23,9 @@ recall contexts show them), a `ToolMessage` as the agent's tool result. Other ki
 the agent's system prompt is its recall profile. What was posted is marked read in the agent's
 inbox (LangChain is answering it), so a recall runner of the same agent does not answer it again.
 
-`clear()` hides the chat's messages so far from this history: recall keeps every message (it
-cannot delete one yet), so they stay in the store, in search, and in the agents' recall
-contexts. Where the history starts is a note in the agent's key-value memory, so every handle
+`clear()` hides the chat's messages so far from this history: the other participants heard
+them too, so they stay in the store, in search, and in the agents' recall contexts
+(`World.delete_message` deletes one for everyone). Where the history starts is a note in the agent's key-value memory, so every handle
 on the same agent and chat sees the cleared history.
 """
 

@@ -22,8 +22,9 @@ posts are marked read in the agent's inbox (the SDK answers them), so a recall r
 agent does not answer them again.
 
 `get_items` returns the items this session added; other messages of the chat are not items.
-`pop_item` and `clear_session` hide items from the session: recall keeps every message (it
-cannot delete one yet), so they stay in the store, in search and in the agents' recall contexts.
+`pop_item` and `clear_session` hide items from the session: the world's other participants
+heard them too, so they stay in the store, in search and in the agents' recall contexts
+(`World.delete_message` deletes one for everyone).
 What is hidden is a note in the agent's key-value memory, so every handle on the same session
 agrees. An item is at most 100,000 characters as JSON (recall's cap of a message's metadata).
 """
