@@ -113,12 +113,17 @@ def secured(store_location: str) -> Iterator[LiveServer]:
     """A server with API keys: tenant acme owns world `w` (agents agent-a, agent-b; human maria)."""
     server = start_server(store_location, ServerConfig(keys=KEYS, rate_limit=0))
     with server.client("acme-admin") as c:
-        c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
-        for agent in ("agent-a", "agent-b"):
-            c.post("/v1/worlds/w/agents", json={"id": agent}).raise_for_status()
-        c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+        create_world_w(c)
     yield server
     stop_server(server)
+
+
+def create_world_w(c: httpx.Client) -> None:
+    """World `w` of the client's tenant: agents agent-a and agent-b, human maria."""
+    c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
+    for agent in ("agent-a", "agent-b"):
+        c.post("/v1/worlds/w/agents", json={"id": agent}).raise_for_status()
+    c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
 
 
 def post(c: httpx.Client, sender: str, content: str, **more: Any) -> dict[str, Any]:

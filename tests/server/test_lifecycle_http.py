@@ -19,7 +19,7 @@ from recall.server.app import create_app
 from recall.server.config import ApiKey, ServerConfig
 from recall.server.mcp_http import mount_mcp
 from tests.pg import new_database
-from tests.server.conftest import LiveServer, post, running, start_server, stop_server
+from tests.server.conftest import LiveServer, create_world_w, post, running, start_server, stop_server
 from tests.server.test_mcp import mcp_session
 
 KEYS = (
@@ -119,10 +119,7 @@ def secured(store_location: str, tmp_path: Path) -> Iterator[tuple[str, Fixture]
         mount_mcp(app)
         with running(app) as url:
             with httpx.Client(base_url=url, headers={"Authorization": "Bearer acme-admin"}) as c:
-                c.post("/v1/worlds", json={"id": "w"}).raise_for_status()
-                for agent in ("agent-a", "agent-b"):
-                    c.post("/v1/worlds/w/agents", json={"id": agent}).raise_for_status()
-                c.post("/v1/worlds/w/humans", json={"id": "maria"}).raise_for_status()
+                create_world_w(c)
             key = mem.service.worlds.resolve_world("w", "acme").key
             yield url, Fixture(mem.service, key, empty_world_export(tmp_path))
 

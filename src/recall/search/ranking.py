@@ -91,7 +91,7 @@ def features(
     def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
         return default if item is None else scores.get(item, default)
 
-    distances = days_apart([float(row[8]) for row in rows.values()], periods)
+    distances = days_apart([float(row[8]) for row in rows.values()], periods) if periods else None
     out: dict[int, list[float]] = {}
     for n, (item, row) in enumerate(rows.items()):
         before, after = neighbours.get(item, (None, None))
