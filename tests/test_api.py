@@ -14,6 +14,7 @@ import pytest
 from recall import (
     BudgetExceededError,
     ConflictError,
+    Context,
     InvalidInputError,
     Message,
     PostRequest,
@@ -451,11 +452,21 @@ def test_chats_are_separate(world: World) -> None:
     world.post("maria", "in chat two", chat="two")
     world.post("maria", "in the default chat")
     agent = world.agent("agent-a")
-    assert contents(agent.context(chat="one").openai()[1:]) == ["in chat one"]
-    assert contents(agent.context(chat="two").openai()[1:]) == ["in chat two"]
+    assert said(agent.context(chat="one")) == ["in chat one"]
+    two = agent.context(chat="two")
+    assert said(two) == ["in chat two"]
     default = agent.context()
-    assert contents(default.openai()[1:]) == ["in the default chat"]
+    assert said(default) == ["in the default chat"]
     assert default.report.excluded.get("other-chat") == 2
+    # Other chats reach a context only as recalled past, each passage labelled with its chat.
+    recalled = [m.content for m in two.messages if m.section == "recalled"]
+    assert all("in chat two" not in text for text in recalled)
+    assert all("chat one]" in text or "chat (default)]" in text for text in recalled)
+
+
+def said(ctx: Context) -> list[str]:
+    """The conversation part of a context (history and incoming), as text."""
+    return [m.content for m in ctx.messages if m.section in ("history", "incoming")]
 
 
 def conversation(world: World, rounds: int) -> None:
@@ -475,15 +486,15 @@ def test_history_limit_from_agent_setting_and_per_call(world: World) -> None:
 
     agent = world.agent("agent-c")
     assert agent.profile.history_limit == 2
-    assert contents(agent.context().openai()[1:]) == ["question 2", "answer 2", "one more question"]
-    assert contents(agent.context(history_limit=4).openai()[1:]) == [
+    assert said(agent.context()) == ["question 2", "answer 2", "one more question"]
+    assert said(agent.context(history_limit=4)) == [
         "question 1",
         "answer 1",
         "question 2",
         "answer 2",
         "one more question",
     ]
-    assert contents(agent.context(history_limit=0).openai()[1:]) == ["one more question"]
+    assert said(agent.context(history_limit=0)) == ["one more question"]
     assert agent.context().report.history_limit == 2
 
 
@@ -495,7 +506,7 @@ def test_history_limit_default_comes_from_settings(tmp_path: Path) -> None:
         conversation(w, 4)
         ctx = w.agent("agent-a").context()
         assert ctx.report.history_limit == 3
-        assert contents(ctx.openai()[1:]) == ["answer 2", "question 3", "answer 3", "one more question"]
+        assert said(ctx) == ["answer 2", "question 3", "answer 3", "one more question"]
 
 
 def test_message_trigger_ends_the_incoming_part(world: World) -> None:
@@ -515,6 +526,7 @@ def test_context_is_deterministic(world: World, db_path: str, mem: Recall) -> No
     conversation(world, 3)
     world.post("maria", "side note", chat="side")
     world.agent("agent-a").observe({"time": 1, "position": [0, 0]})
+    mem.refresh_index()  # the same data: the index caught up, so no vector arrives between builds
     first = json.dumps(world.agent("agent-a").context(max_tokens=2000).to_dict())
     second = json.dumps(world.agent("agent-a").context(max_tokens=2000).to_dict())
     assert first == second

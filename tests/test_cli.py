@@ -55,9 +55,12 @@ def test_seed_000_example_through_the_cli(db: Path) -> None:
         {"role": "user", "content": "hi", "name": "maria"},
         {"role": "user", "content": "@agent-b please help", "name": "maria"},
     ]
-    excluded = [i for i in data["report"]["items"] if not i["included"]]
+    excluded = [i for i in data["report"]["items"] if not i["included"] and i.get("section") != "recalled"]
     assert excluded == [{"kind": "message", "id": 2, "included": False, "sender": "agent-a", "chat_id": None,
                          "reason": "not-addressed"}]  # fmt: skip
+    # The recalled past does not bring back what the filter left out of the recent conversation.
+    recalled = {i["id"]: i["reason"] for i in data["report"]["items"] if i.get("section") == "recalled"}
+    assert recalled.get(2, "not-addressed") == "not-addressed"
     assert data["report"]["total_tokens"] <= data["report"]["budget"]
 
 

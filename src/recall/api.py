@@ -326,8 +326,10 @@ class Agent:
         observation: obs.Observation | Mapping[str, Any] | None = None,
         blocks: Sequence[ContextBlock] = (),
         summarizer: Summarizer | None = None,
+        recalled_max_tokens: int | None = None,
     ) -> Context:
-        """What this agent's next model call receives in `chat` (`.openai()`, `.anthropic()`, `.report`)."""
+        """What this agent's next model call receives in `chat` (`.openai()`, `.anthropic()`, `.report`).
+        `recalled_max_tokens` caps the recalled past for this call (0: none)."""
         message_id = message.id if isinstance(message, Message) else message
         return self.service.contexts.build_context(
             self._world,
@@ -340,6 +342,7 @@ class Agent:
             observation=observation,
             blocks=blocks,
             summarizer=summarizer,
+            recalled_max_tokens=recalled_max_tokens,
         )
 
     def inbox(self, *, unread_only: bool = True, limit: int = 100, mark_read: bool = False) -> list[Message]:

@@ -57,9 +57,26 @@ class Settings:
     #: Relevant long-term memories shown in a context, and the least importance they need.
     long_term_limit: int = 5
     long_term_min_importance: int = 5
-    #: Similar past interactions shown in a context, and the least cosine similarity they need.
-    similar_limit: int = 3
-    similar_min_score: float = 0.8
+
+    # -- the recalled past (spec §3): passages of the agent's memory a search picks for what it
+    # answers; each is also an agent setting (`AgentProfile.recalled_*`), see docs/context.md
+    #: Most tokens of recalled past in a context (0 turns it off); it fills at most what the
+    #: budget leaves after everything else.
+    recalled_max_tokens: int = 6000
+    #: The score-adaptive stop: passages scoring below this fraction of the best one stay out.
+    recalled_cutoff: float = 0.002
+    #: Most passages (0: as many as fit). Seed 001's "similar past interactions" was 3 ...
+    recalled_limit: int = 0
+    #: ... with a cosine similarity of 0.8 or more (0: no floor).
+    recalled_min_similarity: float = 0.0
+    #: Where passages come from: "world" (every chat the agent heard) or "chat" (this one).
+    recalled_scope: str = "world"
+    #: A longer message is recalled as an excerpt of about this many tokens around its match.
+    recalled_excerpt_tokens: int = 80
+    #: A passage shorter than this many tokens brings the turn it answers.
+    recalled_neighbour_tokens: int = 12
+    #: Weight of the search for the recent conversation against the one for the newest message.
+    recalled_recent_weight: float = 0.5
     #: Texts embedded per batch by the background indexer.
     embed_batch: int = 64
     #: The embedding model for semantic search: "minilm" (all-MiniLM-L6-v2, bundled) or "none"

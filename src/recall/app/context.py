@@ -3,34 +3,54 @@ the facts block, relevant long-term memories, similar past interactions, observa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from recall.app.agent_state import AgentState
 from recall.app.posting import Posting
-from recall.app.validation import MAX_HISTORY_LIMIT, MAX_MESSAGE_ID, check_channel, check_chat, check_int
+from recall.app.validation import (
+    MAX_HISTORY_LIMIT,
+    MAX_MESSAGE_ID,
+    check_channel,
+    check_chat,
+    check_int,
+    check_recalled_setting,
+)
 from recall.app.worlds import Worlds
 from recall.core import observations as obs
-from recall.core.context import build_context
+from recall.core.context import Scan, build_context, scan_memory
 from recall.core.context_records import Context, ContextBlock, ContextRequest, Summarizer
 from recall.core.escaping import escape
 from recall.core.facts import MemoryBlock, rank_facts, recent_conversation, render_memory_block
-from recall.core.models import Message, SenderType
+from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.prompt import build_system_prompt
+from recall.core.recalled import RecallCandidate, RecallRequest, RecallSettings
+from recall.core.routing import MENTION
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
 
 if TYPE_CHECKING:
+    from recall.search.base import SearchHit
     from recall.search.index import SearchIndex
 
 LONG_TERM_HEADER = "Relevant context from past interactions:"
-SIMILAR_HEADER = "Similar past interactions that may be relevant:"
 #: Messages read back at most to find the recent conversation (3 human turns).
 RECENT_SCAN = 60
+#: Candidates the recalled past's search asks for: one per this many tokens it may fill,
+#: within these bounds (LoCoMo's evidence lies up to a few hundred turns deep).
+RECALLED_TOKENS_PER_CANDIDATE = 25
+RECALLED_MIN_CANDIDATES = 20
+RECALLED_MAX_CANDIDATES = 300
+#: Turns before the incoming messages that the second search of the recalled past reads.
+RECENT_QUERY_TURNS = 3
+_SPEAKERS = (SenderType.HUMAN, SenderType.AGENT)
+#: A paragraph's opening @mentions: they address the message, they are not what it is about.
+_OPENING_MENTIONS = re.compile(rf"^(\s*{MENTION.pattern}[,:]?\s*)+", re.ASCII | re.MULTILINE)
 
 
 def _day(at: datetime) -> str:
@@ -67,8 +87,10 @@ class Contexts:
         observation: obs.Observation | Mapping[str, Any] | None = None,
         blocks: Sequence[ContextBlock] = (),
         summarizer: Summarizer | None = None,
+        recalled_max_tokens: int | None = None,
     ) -> Context:
-        """The context the agent's next model call receives in a chat, with its report."""
+        """The context the agent's next model call receives in a chat, with its report.
+        `recalled_max_tokens` overrides the agent's cap on its recalled past for this call."""
         world = self.worlds.get_world(world_id)
         agent = self.worlds.get_agent(world.key, agent_id)
         chat = check_chat(chat_id)
@@ -108,18 +130,123 @@ class Contexts:
             compress_above=self.settings.compress_above,
             compress_keep_recent=self.settings.compress_keep_recent,
         )
-        return build_context(request)
+        scan = scan_memory(request)
+        settings = self.recall_settings(agent, recalled_max_tokens)
+        recalled = self._recall_request(world, agent, chat, scan, recent, settings)
+        return build_context(replace(request, recalled=recalled), scan)
+
+    def recall_settings(self, agent: AgentProfile, max_tokens: int | None = None) -> RecallSettings:
+        """The agent's recalled-past settings: its own, else the defaults; `max_tokens` for one call."""
+        d = self.settings
+
+        def pick(name: str, default: Any) -> Any:
+            value = getattr(agent, name)
+            return default if value is None else value
+
+        cap = pick("recalled_max_tokens", d.recalled_max_tokens)
+        if max_tokens is not None:
+            cap = check_recalled_setting("recalled_max_tokens", max_tokens)
+        return RecallSettings(
+            max_tokens=int(cap),
+            cutoff=float(pick("recalled_cutoff", d.recalled_cutoff)),
+            limit=int(pick("recalled_limit", d.recalled_limit)),
+            min_similarity=float(pick("recalled_min_similarity", d.recalled_min_similarity)),
+            excerpt_tokens=d.recalled_excerpt_tokens,
+            neighbour_tokens=d.recalled_neighbour_tokens,
+        )
+
+    def _recall_request(
+        self,
+        world: WorldRecord,
+        agent: AgentProfile,
+        chat: str | None,
+        scan: Scan,
+        recent: Sequence[Message],
+        settings: RecallSettings,
+    ) -> RecallRequest | None:
+        """The recalled past's candidates: a hybrid search for the newest incoming message, and
+        one for the incoming before it and the recent conversation (its scores weighed down),
+        among the messages the agent heard; None when it is off or there is nothing to search."""
+        if settings.max_tokens <= 0 or self.index is None:
+            return None
+        from recall.search.local import words  # with the index (numpy), not with `import recall`
+
+        # Every stored message is found by its words, whether or not the indexer got to it: a
+        # copy of what is new (a read when nothing is); embedding stays the indexer's work.
+        self.index.index_messages()
+
+        incoming = scan.incoming
+        shown = {m.id for m in (*incoming, *scan.history)}
+        newest = _about(incoming[-1].content) if incoming else ""
+        incoming_ids = {m.id for m in incoming}
+        said = [m for m in recent if m.id not in incoming_ids and m.sender_type in _SPEAKERS][:RECENT_QUERY_TURNS]
+        context = "\n".join(_about(m.content) for m in (*reversed(said), *incoming[:-1])).strip()
+        queries = [(q, w) for q, w in ((newest, 1.0), (context, self.settings.recalled_recent_weight)) if q and w > 0]
+        if not queries:
+            return RecallRequest((), settings, notes=("no recalled past: nothing to search for",))
+        wanted = settings.max_tokens // RECALLED_TOKENS_PER_CANDIDATE
+        k = max(RECALLED_MIN_CANDIDATES, min(RECALLED_MAX_CANDIDATES, wanted))
+        if settings.limit:
+            k = min(k, settings.limit + len(shown) + RECALLED_MIN_CANDIDATES)
+        # Relative times ("last week") count back from when the newest message was written.
+        now = incoming[-1].created_at if incoming else (recent[0].created_at if recent else None)
+        scope = agent.recalled_scope or self.settings.recalled_scope
+        best: dict[int, tuple[float, SearchHit]] = {}
+        for query, weight in queries:
+            hits = self.index.search(
+                query,
+                tenant=world.tenant,
+                space=world.id,
+                kinds=("message",),
+                k=k,
+                method="hybrid",
+                chat_id=(chat or "") if scope == "chat" else None,
+                now=now,
+            )
+            for hit in hits:
+                score = hit.score * weight
+                if hit.source_id not in best or best[hit.source_id][0] < score:
+                    best[hit.source_id] = (score, hit)
+        ranked = sorted(best.items(), key=lambda pair: (-pair[1][0], pair[0]))
+        # Only what the agent heard (or wrote) is a candidate; the rest is never shown or listed.
+        heard = self.store.heard_among(world.key, agent.id, [source for source, _ in ranked])
+        previous = self._turns_before(world, agent, heard)
+        candidates = [
+            RecallCandidate(
+                heard[source],
+                rank,
+                score,
+                hit.keyword_score,
+                hit.similarity,
+                hit.time_score,
+                previous.get(source),
+            )
+            for rank, (source, (score, hit)) in enumerate(((s, v) for s, v in ranked if s in heard), 1)
+        ]
+        terms = frozenset(words(" ".join(q for q, _ in queries)))
+        return RecallRequest(tuple(candidates), settings, terms, words)
+
+    def _turns_before(
+        self, world: WorldRecord, agent: AgentProfile, heard: Mapping[int, Message]
+    ) -> dict[int, Message]:
+        """The turn each message answers (its parent, else the one before it in its chat),
+        where the agent heard it."""
+        wanted = {m.id: m.parent_id for m in heard.values() if m.parent_id is not None}
+        lacking = [i for i in heard if i not in wanted]
+        wanted.update(self.store.turns_before(world.key, lacking))
+        found = self.store.heard_among(world.key, agent.id, [i for i in wanted.values() if i not in heard])
+        known = {**heard, **found}
+        return {i: known[b] for i, b in wanted.items() if b in known}
 
     def gathered_blocks(
         self, world: WorldRecord, agent_id: str, recent: Sequence[Message], counter: TokenCounter
     ) -> list[ContextBlock]:
-        """The facts block, relevant long-term memories and similar past interactions for an
-        agent's context, from the chat's recent messages (newest first)."""
+        """The facts block and relevant long-term memories for an agent's context, from the
+        chat's recent messages (newest first)."""
         conversation = recent_conversation(recent)
         return [
             self._facts_block(world, agent_id, recent, conversation, counter),
             self._memories_block(world, agent_id, conversation),
-            self._similar_block(world, agent_id, recent, conversation),
         ]
 
     def _facts_block(
@@ -174,30 +301,7 @@ class Contexts:
         items = tuple({"kind": "memory", "id": n.id, "importance": n.importance} for n in notes)
         return ContextBlock("long_term", "\n".join(lines), items)
 
-    def _similar_block(
-        self, world: WorldRecord, agent_id: str, recent: Sequence[Message], conversation: str
-    ) -> ContextBlock:
-        limit = self.settings.similar_limit
-        # Similarity needs vectors: without an embedder there is nothing to measure it by.
-        if limit <= 0 or self.index is None or not self.index.has_vectors or not conversation.strip():
-            return ContextBlock("similar", "")
-        seen = {m.id for m in recent}
-        hits = self.index.search(
-            conversation,
-            tenant=world.tenant,
-            space=world.id,
-            kinds=("message",),
-            k=limit + len(seen),
-            method="vector",
-            owners=["", agent_id],
-        )
-        picked = [
-            h
-            for h in hits
-            if h.source_id not in seen and h.similarity is not None and h.similarity >= self.settings.similar_min_score
-        ][:limit]
-        if not picked:
-            return ContextBlock("similar", "")
-        lines = [SIMILAR_HEADER, *(f"- [{_day(h.created_at)}] {escape(_one_line(h.text))}" for h in picked)]
-        items = tuple({"kind": "message", "id": h.source_id, "similarity": round(h.similarity or 0, 4)} for h in picked)
-        return ContextBlock("similar", "\n".join(lines), items)
+
+def _about(content: str) -> str:
+    """What a message says, without the @mentions that open its paragraphs."""
+    return _OPENING_MENTIONS.sub("", content).strip()

@@ -42,6 +42,36 @@ def check_int(field: str, value: object, low: int, high: int | None = None) -> i
     return value
 
 
+def check_fraction(field: str, value: object) -> float:
+    """A number from 0 to 1 (an int is accepted: 0 and 1 are fractions too)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidInputError(field, f"must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+#: Where an agent's recalled past comes from (`recalled_scope`).
+RECALLED_SCOPES = ("world", "chat")
+#: Most tokens of recalled past a setting may ask for.
+MAX_RECALLED_TOKENS = 1_000_000
+#: Most passages a setting may ask for.
+MAX_RECALLED_LIMIT = 1000
+
+
+def check_recalled_setting(name: str, value: object) -> int | float | str:
+    """One `recalled_*` setting of an agent or a call, checked."""
+    if name == "recalled_max_tokens":
+        return check_int(name, value, 0, MAX_RECALLED_TOKENS)
+    if name == "recalled_limit":
+        return check_int(name, value, 0, MAX_RECALLED_LIMIT)
+    if name in ("recalled_cutoff", "recalled_min_similarity"):
+        return check_fraction(name, value)
+    if name == "recalled_scope":
+        if value not in RECALLED_SCOPES:
+            raise InvalidInputError(name, f"must be 'world' or 'chat', got {value!r}")
+        return str(value)
+    raise InvalidInputError(name, "is not a recalled-past setting")
+
+
 def check_chat(chat_id: str | None) -> str | None:
     """A chat id, or None (the default chat) for None or ''."""
     return None if chat_id is None or chat_id == "" else check_id("chat_id", chat_id)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from recall import limits
-from recall.app.validation import MAX_HISTORY_LIMIT, check_channel, check_id, check_int
+from recall.app.validation import MAX_HISTORY_LIMIT, check_channel, check_id, check_int, check_recalled_setting
 from recall.core.models import AgentProfile, ContextFilter, Message
 from recall.core.routing import RESERVED_SENDERS
 from recall.errors import (
@@ -28,6 +28,14 @@ from recall.store.base import ParticipantRecord, Store, WorldRecord
 _V = TypeVar("_V")
 _PROFILE_FIELDS = {f.name for f in fields(AgentProfile)} - {"id"}
 _LIST_FIELDS = ("goals", "constraints", "guidelines")
+#: The agent settings of its recalled past (spec §3; `Settings.recalled_*` are the defaults).
+RECALLED_SETTINGS = (
+    "recalled_max_tokens",
+    "recalled_cutoff",
+    "recalled_limit",
+    "recalled_min_similarity",
+    "recalled_scope",
+)
 
 
 def profile_from_record(record: ParticipantRecord) -> AgentProfile:
@@ -74,6 +82,9 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
         values["history_limit"] = check_int("history_limit", settings["history_limit"], 0, MAX_HISTORY_LIMIT)
     if settings.get("max_tokens") is not None:
         values["max_tokens"] = check_int("max_tokens", settings["max_tokens"], 1)
+    for name in RECALLED_SETTINGS:
+        if settings.get(name) is not None:
+            values[name] = check_recalled_setting(name, settings[name])
     raw_filter = settings.get("context_filter") or ContextFilter.ADDRESSED.value
     try:
         values["context_filter"] = ContextFilter(raw_filter)

@@ -24,13 +24,14 @@ from recall.core.context_records import (
 )
 from recall.core.escaping import escape
 from recall.core.models import Message
+from recall.core.recalled import pack_recalled
 from recall.core.routing import context_verdict, is_own
 from recall.core.tokens import REPLY_PRIMING
 from recall.errors import BudgetExceededError, InvalidInputError
 
 
 @dataclass
-class _Scan:
+class Scan:
     """The outcome of reading the memory: incoming, history, and the report items so far."""
 
     incoming: list[Message] = field(default_factory=list)
@@ -42,11 +43,15 @@ class _Scan:
     incoming_capped: bool = False
 
 
+#: Reasons the scan leaves a message of the recent conversation out that the recalled past keeps.
+_HIDDEN = ("not-addressed", "system-sender", "turn-limit-notice", "after-trigger", "compressed")
+
+
 def _excluded(message: Message, reason: str) -> ReportItem:
     return ReportItem("message", message.id, False, reason=reason, sender=message.sender, chat_id=message.chat_id)
 
 
-def _scan_memory(req: ContextRequest) -> _Scan:
+def scan_memory(req: ContextRequest) -> Scan:
     """Split the memory into incoming (new since the agent last spoke) and history.
 
     Newest first: messages after the trigger are skipped; until the agent's own last
@@ -54,7 +59,7 @@ def _scan_memory(req: ContextRequest) -> _Scan:
     Incoming holds at most `incoming_limit` messages (older new ones fall to history),
     history at most `history_limit`.
     """
-    scan = _Scan(found_trigger=req.trigger_id is None)
+    scan = Scan(found_trigger=req.trigger_id is None)
     seen_own = False
     for message in req.memory:
         if message.chat_id != req.chat_id:
@@ -147,8 +152,10 @@ def _fit_history(
     return kept, dropped, notes
 
 
-def build_context(req: ContextRequest) -> Context:
-    """Assemble system prompt, context blocks, history and incoming within the budget."""
+def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
+    """Assemble system prompt, context blocks, history and incoming within the budget, then
+    the recalled past in what is left. `scan` is `scan_memory(req)` when the caller already
+    made it (to search for what the incoming messages need)."""
     if req.history_limit < 0:
         raise InvalidInputError("history_limit", f"must be 0 or more, got {req.history_limit}")
     if req.incoming_limit < 1:
@@ -157,7 +164,7 @@ def build_context(req: ContextRequest) -> Context:
         raise InvalidInputError("max_tokens", f"must be a positive number of tokens, got {req.max_tokens}")
 
     names = _section_names(req.blocks)
-    scan = _scan_memory(req)
+    scan = scan if scan is not None else scan_memory(req)
     if not scan.found_trigger:
         raise InvalidInputError(
             "message_id", f"message {req.trigger_id} is not in agent {req.agent.id!r}'s memory of this chat"
@@ -193,6 +200,23 @@ def build_context(req: ContextRequest) -> Context:
             f"{len(earlier_incoming) - shown} older new messages did not fit the budget as incoming "
             "and were treated as history"
         )
+    if req.recalled is not None:
+        room = req.max_tokens - REPLY_PRIMING - sum(m.tokens for m in (*system, *blocks, *body))
+        visible = {m.source_id for m in body if m.source_id is not None} | {m.id for m in scan.incoming}
+        # What the filter left out of the recent conversation stays out (its reason carries over).
+        # A compressed message is in the summary: it is not repeated either.
+        hidden = {
+            int(i.id): str(i.reason)
+            for i in (*scan.items, *dropped)
+            if isinstance(i.id, int) and i.reason in _HIDDEN
+        }
+        recalled = pack_recalled(req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id)
+        if recalled.message is not None:
+            # After the facts and long-term memories, before the caller's blocks and observations.
+            at = sum(1 for b in blocks if b.section in ("memory", "long_term"))
+            blocks.insert(at, recalled.message)
+        items.extend(recalled.items)
+        notes.extend(recalled.notes)
     messages = (*system, *blocks, *body)
 
     kept_ids = {m.source_id for m in messages if m.source_id is not None}

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from recall.core.models import AgentProfile, Message
 from recall.core.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from recall.core.recalled import RecallRequest
+
 SUMMARY_HEADER = "Previous conversation summary:\n"
 
 #: Sections in output order. `summary` holds the compressed part of the history.
-SECTIONS = ("system_prompt", "memory", "long_term", "similar", "observations", "summary", "history", "incoming")
+SECTIONS = ("system_prompt", "memory", "long_term", "recalled", "observations", "summary", "history", "incoming")
 
 
 #: Sections filled from context blocks (system messages between the prompt and the history).
 #: A caller's block may have a name of its own; it is reported under that name.
-BLOCK_SECTIONS = ("memory", "long_term", "similar", "observations")
+BLOCK_SECTIONS = ("memory", "long_term", "recalled", "observations")
 
 #: Sections of messages, not blocks: no block may take these names.
 MESSAGE_SECTIONS = ("system_prompt", "summary", "history", "incoming")
@@ -78,7 +81,7 @@ class ReportItem:
         d: dict[str, Any] = {"kind": self.kind, "id": self.id, "included": self.included}
         if self.sender is not None:
             d["sender"] = self.sender
-        if self.kind == "message" and (self.section is None or self.section in MESSAGE_SECTIONS):
+        if self.kind == "message" and (self.section is None or self.section in (*MESSAGE_SECTIONS, "recalled")):
             d["chat_id"] = self.chat_id
         if self.score is not None:
             d.update(self.score)
@@ -86,6 +89,8 @@ class ReportItem:
             d["section"] = self.section
             d["tokens"] = self.tokens
         else:
+            if self.section is not None:  # a candidate of a block or of the recalled past
+                d["section"] = self.section
             d["reason"] = self.reason
         return d
 
@@ -108,11 +113,16 @@ class ContextReport:
 
     @property
     def excluded(self) -> dict[str, int]:
-        """Excluded candidates by reason, listed and unlisted together."""
+        """Excluded candidates by reason, listed and unlisted together. A recalled candidate
+        the history already shows (`in-history`) is listed but not counted: it is in the context."""
         counts: dict[str, int] = {}
-        for item in self.items:
-            if not item.included and item.reason:
-                counts[item.reason] = counts.get(item.reason, 0) + 1
+        # A message the recent conversation and the recalled past both left out, for the same
+        # reason, counts once.
+        for _, _, reason in {
+            (i.kind, i.id, i.reason) for i in self.items if not i.included and i.reason and i.reason != "in-history"
+        }:
+            assert reason is not None
+            counts[reason] = counts.get(reason, 0) + 1
         for reason, n in self.unlisted.items():
             counts[reason] = counts.get(reason, 0) + n
         return dict(sorted(counts.items()))
@@ -158,6 +168,8 @@ class ContextRequest:
     summarizer: Summarizer | None = None
     compress_above: int = 20
     compress_keep_recent: int = 5
+    #: The recalled past's candidates and settings: packed into what the budget leaves.
+    recalled: RecallRequest | None = None
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,13 @@ class AgentProfile:
     max_tokens: int | None = None
     context_filter: ContextFilter = ContextFilter.ADDRESSED
     model: str | None = None
+    #: The recalled past (see `Settings.recalled_*`): tokens at most, the score-adaptive
+    #: cutoff, passages at most, the least similarity, and "world" or "chat".
+    recalled_max_tokens: int | None = None
+    recalled_cutoff: float | None = None
+    recalled_limit: int | None = None
+    recalled_min_similarity: float | None = None
+    recalled_scope: str | None = None
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,11 @@ class SearchHit:
     bm25_rank: int | None = None
     vector_rank: int | None = None
     similarity: float | None = None
+    #: Hybrid only: the keyword score over the query's best (0..1, None when the keyword search
+    #: did not find it) and how near it was written to a time the query names (0..1, None when
+    #: the query names none): two of the features its score was made of (`ranking.py`).
+    keyword_score: float | None = None
+    time_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +268,8 @@ def hit(
     bm25_rank: int | None = None,
     vector_rank: int | None = None,
     similarity: float | None = None,
+    keyword_score: float | None = None,
+    time_score: float | None = None,
 ) -> SearchHit:
     """The hit of a search row."""
     return SearchHit(
@@ -280,4 +287,6 @@ def hit(
         bm25_rank=bm25_rank,
         vector_rank=vector_rank,
         similarity=similarity,
+        keyword_score=keyword_score,
+        time_score=time_score,
     )

@@ -125,10 +125,8 @@ def rank(
     rows = {row[0]: row for row in (*keyword, *vector)}
     keyword_rank, vector_rank = _places(keyword), _places(vector)
     distances = {row[0]: row[10] for row in vector}
-    scored = [
-        (item, _probability(values))
-        for item, values in features(query, keyword, vector, neighbours, unembedded, periods).items()
-    ]
+    valued = features(query, keyword, vector, neighbours, unembedded, periods)
+    scored = [(item, _probability(values)) for item, values in valued.items()]
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [
         hit(
@@ -138,6 +136,8 @@ def rank(
             bm25_rank=keyword_rank.get(item),
             vector_rank=vector_rank.get(item),
             similarity=similarity(distances[item]) if item in distances else None,
+            keyword_score=valued[item][0] if item in keyword_rank else None,
+            time_score=valued[item][FEATURES.index("time_near")] if periods else None,
         )
         for item, score in scored[:k]
     ]

@@ -196,6 +196,10 @@ def build_mcp_server(
             Literal["chat", "call", "sms", "email"] | None, Field(description="Channel guidelines to add")
         ] = None,
         format: Annotated[Literal["openai", "anthropic"], Field(description="Message format")] = "openai",
+        recalled_max_tokens: Annotated[
+            int | None,
+            Field(description="Tokens of recalled past (0: none; default: the agent's setting)", ge=0, le=1_000_000),
+        ] = None,
     ) -> dict[str, Any]:
         """The context for the agent's next model call in a chat, with a report of what was left out and why.
 
@@ -210,6 +214,7 @@ def build_mcp_server(
                 history_limit=history_limit,
                 message_id=message_id,
                 channel=channel,
+                recalled_max_tokens=recalled_max_tokens,
             )
             return views.context(built, format)
 

@@ -34,6 +34,11 @@ class AgentIn(Body):
     max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     context_filter: Literal["addressed", "all"] = "addressed"
     model: str | None = Field(default=None, max_length=200)
+    recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
+    recalled_cutoff: float | None = Field(default=None, ge=0, le=1)
+    recalled_limit: int | None = Field(default=None, ge=0, le=1000)
+    recalled_min_similarity: float | None = Field(default=None, ge=0, le=1)
+    recalled_scope: Literal["world", "chat"] | None = None
 
 
 class AgentPatch(Body):
@@ -51,6 +56,11 @@ class AgentPatch(Body):
     max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     context_filter: Literal["addressed", "all"] | None = None
     model: str | None = Field(default=None, max_length=200)
+    recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
+    recalled_cutoff: float | None = Field(default=None, ge=0, le=1)
+    recalled_limit: int | None = Field(default=None, ge=0, le=1000)
+    recalled_min_similarity: float | None = Field(default=None, ge=0, le=1)
+    recalled_scope: Literal["world", "chat"] | None = None
 
 
 class HumanIn(Body):
@@ -88,6 +98,8 @@ class ContextIn(Body):
     message_id: int | None = Field(default=None, ge=1, le=2**62)
     channel: Literal["chat", "call", "sms", "email"] | None = None
     format: Literal["openai", "anthropic"] = "openai"
+    #: Tokens of recalled past for this call (0: none; default: the agent's setting).
+    recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
 
 
 class AckIn(Body):

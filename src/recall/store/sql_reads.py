@@ -49,6 +49,10 @@ RAISE_INBOX_MARK = (
 )
 
 
+#: Message ids one look-up names at most (each a parameter on SQLite).
+MEMORY_LOOKUP_BATCH = 500
+
+
 class SQLReads:
     """Read methods of the store protocol over `_read(sql, params)`."""
 
@@ -91,6 +95,42 @@ class SQLReads:
             if len(rows) < MEMORY_PAGE:
                 return
             cursor_id = rows[-1][0]
+
+    def heard_among(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> dict[int, Message]:
+        """The messages among `message_ids` that the agent heard (its deliveries, own messages
+        included), by id: one look-up of the deliveries' key per id."""
+        key = self._agent_key(world_id, agent_id)
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        if key is None or not ids:
+            return {}
+        found: dict[int, Message] = {}
+        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
+            one_of, params = self._one_of("d.message_id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+            rows = self._read(
+                f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
+                f" WHERE d.agent_key = ? AND {one_of} AND m.world_id = ?",
+                (key, *params, world_id),
+            )
+            for row in rows:
+                message = message_record(row)
+                found[message.id] = message
+        return found
+
+    def turns_before(self, world_id: str, message_ids: Sequence[int]) -> dict[int, int]:
+        """For each message, the id of the message just before it in its chat (none for the
+        first), by message id."""
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        found: dict[int, int] = {}
+        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
+            one_of, params = self._one_of("m.id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+            rows = self._read(
+                "SELECT m.id, (SELECT MAX(p.id) FROM messages p"
+                " WHERE p.world_id = m.world_id AND p.chat_id = m.chat_id AND p.id < m.id)"
+                f" FROM messages m WHERE {one_of} AND m.world_id = ?",
+                (*params, world_id),
+            )
+            found.update({int(r[0]): int(r[1]) for r in rows if r[1] is not None})
+        return found
 
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
         if not scopes:

@@ -52,6 +52,7 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
         history_limit=body.history_limit,
         message_id=body.message_id,
         channel=body.channel,
+        recalled_max_tokens=body.recalled_max_tokens,
     )
     state.metrics.observe_context(built.report)
     return views.context(built, body.format)

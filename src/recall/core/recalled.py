@@ -1,0 +1,257 @@
+"""The recalled past (spec §3): passages of an agent's own memory that a search ranked as
+relevant to what it is answering, packed into what the budget leaves.
+
+Pure: the app layer searches (only among messages the agent heard) and hands over the ranked
+candidates with their stored messages; this module decides, within a number of tokens, which go
+in and why the others do not, and renders them as one system message:
+
+- candidates are taken best first; one the history or the incoming part already shows is
+  left out (`in-history`), one scoring below `cutoff` × the best score is left out
+  (`below-cutoff`, the score-adaptive stop: a clear answer costs few tokens, a vague question
+  goes broad), one that no longer fits is left out (`over-budget`), and past `limit` passages
+  the rest are `over-depth`;
+- a long message becomes an excerpt (the sentences around its match, marked `(excerpt)`), so
+  one long reply does not crowd out three short answers;
+- a short passage brings the turn it answers (its parent, else the turn before it in its chat)
+  so it can be understood;
+- what goes in is rendered oldest first, under one `[date]` line per day and chat, each turn as
+  `speaker: text`, stored text escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+from recall.core.context_records import ContextMessage, ReportItem
+from recall.core.escaping import escape
+from recall.core.excerpts import excerpt
+from recall.core.models import Message
+from recall.core.tokens import TokenCounter
+
+SECTION = "recalled"
+#: The first line of the block (seed 001's wording).
+HEADER = "Similar past interactions that may be relevant:"
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """How much recalled past a context may hold (per agent; `Settings` has the defaults)."""
+
+    #: Most tokens of recalled past (0: none); the budget left may be smaller.
+    max_tokens: int
+    #: Candidates scoring below this fraction of the best candidate's score are left out.
+    cutoff: float
+    #: Most passages (0: no limit besides tokens).
+    limit: int = 0
+    #: Least cosine similarity to the query a passage needs (0: any; seed 001 used 0.8).
+    min_similarity: float = 0.0
+    #: A message longer than this many tokens is recalled as an excerpt of about this size.
+    excerpt_tokens: int = 80
+    #: A passage shorter than this many tokens brings the turn it answers.
+    neighbour_tokens: int = 12
+
+
+@dataclass(frozen=True)
+class RecallCandidate:
+    """A message of the agent's memory as the search ranked it. `rank` is its 1-based place;
+    the scores are the search's: `score` the fused one (0..1), `keyword` the normalised BM25
+    score, `similarity` the cosine to the query, `time` how near it lies to a time the query
+    names (each None where that signal had nothing to say)."""
+
+    message: Message
+    rank: int
+    score: float
+    keyword: float | None = None
+    similarity: float | None = None
+    time: float | None = None
+    #: The turn it answers (its parent, else the one before it in its chat), if the agent heard it.
+    before: Message | None = None
+
+    def scores(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank, "score": round(self.score, 6)}
+        for name, value in (("keyword", self.keyword), ("similarity", self.similarity), ("time", self.time)):
+            if value is not None:
+                out[name] = round(value, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    candidates: Sequence[RecallCandidate]
+    settings: RecallSettings
+    #: The query's words as `words` normalises them, to find a long message's matching part.
+    terms: Collection[str] = frozenset()
+    words: Callable[[str], list[str]] = field(default=lambda text: text.lower().split())
+    #: Notes from gathering the candidates (e.g. the search found nothing to match against).
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One rendered line: a passage or the turn it needs."""
+
+    message: Message
+    text: str
+    excerpt: bool
+    tokens: int
+    neighbour_of: int | None = None
+
+
+@dataclass
+class Recalled:
+    """The packed block (None: nothing went in) and a report item per candidate."""
+
+    message: ContextMessage | None
+    items: list[ReportItem]
+    notes: list[str]
+
+
+def _group(message: Message, chat_id: str | None) -> str:
+    """The `[date]` line a turn is rendered under (the chat too, when not the context's)."""
+    at = message.created_at.astimezone(UTC)
+    label = f"{at:%Y-%m-%d}, {at:%A}"
+    if message.chat_id != chat_id:
+        label += f", chat {escape(message.chat_id or '(default)')}"
+    return f"[{label}]"
+
+
+def _line(turn: _Turn) -> str:
+    who = f"{turn.message.sender} (excerpt)" if turn.excerpt else turn.message.sender
+    return f"{who}: {turn.text}"
+
+
+def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
+    lines = [HEADER]
+    group = None
+    for turn in sorted(turns, key=lambda t: (t.message.created_at, t.message.id)):
+        label = _group(turn.message, chat_id)
+        if label != group:
+            lines.append(label)
+            group = label
+        lines.append(_line(turn))
+    return "\n".join(lines)
+
+
+def _turn(req: RecallRequest, counter: TokenCounter, message: Message, neighbour_of: int | None = None) -> _Turn:
+    # Captions of shared images are part of what was said (as the search indexes them).
+    text = message.content
+    caption = message.metadata.get("blip_caption") or message.metadata.get("image_caption")
+    if isinstance(caption, str) and caption.strip():
+        text += f" [shares an image: {caption.strip()}]"
+    cut = excerpt(text, req.terms, req.words, counter, req.settings.excerpt_tokens)
+    body = escape(cut.text)
+    turn = _Turn(message, body, cut.cut, 0, neighbour_of)
+    return _Turn(message, body, cut.cut, counter.count(_line(turn)) + 1, neighbour_of)
+
+
+def pack_recalled(
+    req: RecallRequest,
+    room: int,
+    shown: Collection[int],
+    counter: TokenCounter,
+    chat_id: str | None,
+    hidden: Mapping[int, str] | None = None,
+    newest: int | None = None,
+) -> Recalled:
+    """Pack the candidates into at most `room` tokens (the whole system message counted),
+    leaving out what `shown` (the history and incoming ids) already holds, what the context
+    filter left out of the recent conversation (`hidden`: id → its reason, e.g. `not-addressed`:
+    the recalled past reaches beyond the recent window, it does not undo the filter inside it),
+    and, when the context answers a given message, anything newer (`after-trigger`)."""
+    hidden = hidden or {}
+    s = req.settings
+    items: list[ReportItem] = []
+    notes = list(req.notes)
+    room = min(room, s.max_tokens)
+    best = max((c.score for c in req.candidates), default=0.0)
+    floor = s.cutoff * best
+    # The header and the message's own overhead, then a [date] line per new group.
+    used = counter.message("system", HEADER)
+    groups: set[str] = set()
+    turns: list[_Turn] = []
+    taken: set[int] = set()
+    picked: list[tuple[RecallCandidate, list[_Turn]]] = []
+
+    def out(c: RecallCandidate, reason: str) -> None:
+        m = c.message
+        items.append(ReportItem("message", m.id, False, SECTION, reason, 0, m.sender, m.chat_id, c.scores()))
+
+    for c in req.candidates:
+        m = c.message
+        if m.id in shown:
+            out(c, "in-history")
+            continue
+        if m.id in hidden or (newest is not None and m.id > newest):
+            out(c, hidden.get(m.id, "after-trigger"))
+            continue
+        if m.id in taken:  # already in, as the turn another passage needed
+            continue
+        if c.score < floor or (s.min_similarity > 0 and (c.similarity or 0.0) < s.min_similarity):
+            out(c, "below-cutoff")
+            continue
+        if s.limit and len(picked) >= s.limit:
+            out(c, "over-depth")
+            continue
+        lines = [_turn(req, counter, m)]
+        before = c.before
+        if (
+            before is not None
+            and lines[0].tokens <= s.neighbour_tokens
+            and before.id not in shown
+            and before.id not in taken
+            and before.id not in hidden
+        ):
+            lines.insert(0, _turn(req, counter, before, neighbour_of=m.id))
+        cost = 0
+        new_groups = set()
+        for line in lines:
+            cost += line.tokens
+            label = _group(line.message, chat_id)
+            if label not in groups and label not in new_groups:
+                new_groups.add(label)
+                cost += counter.count(label) + 1
+        if used + cost > room:
+            out(c, "over-budget")
+            continue
+        used += cost
+        groups |= new_groups
+        turns.extend(lines)
+        taken.update(line.message.id for line in lines)
+        picked.append((c, lines))
+
+    if not turns:
+        return Recalled(None, items, notes)
+    # Lines were counted one by one; the block is counted whole, and the weakest passages go
+    # while it does not fit (token merges across lines rarely make it larger).
+    while True:
+        content = _render(turns, chat_id)
+        tokens = counter.message("system", content)
+        if tokens <= room or not picked:
+            break
+        _, dropped = picked.pop()
+        turns = [t for t in turns if t not in dropped]
+        items.append(_dropped_item(dropped[-1], req))
+        if not turns:
+            return Recalled(None, items, notes)
+    block = ContextMessage("system", content, SECTION, tokens)
+    included: list[ReportItem] = []
+    for rank_order, (c, lines) in enumerate(picked, 1):
+        for line in lines:
+            score: dict[str, Any] = c.scores() if line.neighbour_of is None else {"neighbour_of": line.neighbour_of}
+            score["passage"] = rank_order
+            if line.excerpt:
+                score["excerpt"] = True
+            m = line.message
+            included.append(ReportItem("message", m.id, True, SECTION, None, line.tokens, m.sender, m.chat_id, score))
+    if any(not i.included and i.reason == "below-cutoff" for i in items):
+        notes.append(f"recalled past stops below {s.cutoff:g} × the best score ({best:.4f})")
+    return Recalled(block, [*included, *items], notes)
+
+
+def _dropped_item(turn: _Turn, req: RecallRequest) -> ReportItem:
+    c = next(c for c in req.candidates if c.message.id == turn.message.id)
+    m = c.message
+    return ReportItem("message", m.id, False, SECTION, "over-budget", 0, m.sender, m.chat_id, c.scores())
