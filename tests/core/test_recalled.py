@@ -53,7 +53,12 @@ def test_passages_are_rendered_oldest_first_under_their_date() -> None:
 
 def test_a_new_day_and_another_chat_get_their_own_line() -> None:
     first = candidate(1, "Invoice 7 was paid.", 0.9)
-    other = replace(first, message=replace(first.message, id=2, created_at=first.message.created_at + timedelta(days=2), chat_id="billing"))
+    other = replace(
+        first,
+        message=replace(
+            first.message, id=2, created_at=first.message.created_at + timedelta(days=2), chat_id="billing"
+        ),
+    )
     recalled = pack(first, other)
     assert recalled.message is not None
     assert "[2025-10-29, Wednesday, chat billing]" in recalled.message.content.split("\n")
@@ -110,7 +115,10 @@ def test_a_short_passage_brings_the_turn_it_answers() -> None:
     answer = candidate(5, "Last Tuesday.", 0.9, before=question)
     recalled = pack(answer)
     assert recalled.message is not None
-    assert recalled.message.content.split("\n")[-2:] == ["agent-a: When was the invoice re-issued?", "maria: Last Tuesday."]
+    assert recalled.message.content.split("\n")[-2:] == [
+        "agent-a: When was the invoice re-issued?",
+        "maria: Last Tuesday.",
+    ]
     neighbour = next(i for i in recalled.items if i.id == 4)
     assert neighbour.included and neighbour.score == {"neighbour_of": 5, "passage": 1}
     # ... unless the history already shows it.

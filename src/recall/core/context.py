@@ -206,9 +206,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         # What the filter left out of the recent conversation stays out (its reason carries over).
         # A compressed message is in the summary: it is not repeated either.
         hidden = {
-            int(i.id): str(i.reason)
-            for i in (*scan.items, *dropped)
-            if isinstance(i.id, int) and i.reason in _HIDDEN
+            int(i.id): str(i.reason) for i in (*scan.items, *dropped) if isinstance(i.id, int) and i.reason in _HIDDEN
         }
         recalled = pack_recalled(req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id)
         if recalled.message is not None:

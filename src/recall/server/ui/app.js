@@ -4,7 +4,7 @@
 
 const KEY = "recall-api-key";
 const SECTION_COLORS = {
-  system_prompt: "#7a8699", memory: "#2f6fd6", long_term: "#7b5cd6", similar: "#b35cd6",
+  system_prompt: "#7a8699", memory: "#2f6fd6", long_term: "#7b5cd6", recalled: "#b35cd6",
   observations: "#d6a12f", summary: "#8a8a2f", history: "#1f8a4c", incoming: "#d65c2f",
 };
 
@@ -238,7 +238,7 @@ function sectionOfEach(ctx) {
   // summary, the history, the incoming messages; the report says how many of each.
   const { sections, items, incoming_count: incoming } = ctx.report;
   const labels = ["system_prompt"];
-  for (const section of ["memory", "long_term", "similar", "observations", "summary"]) {
+  for (const section of ["memory", "long_term", "recalled", "observations", "summary"]) {
     if (sections[section] > 0) labels.push(section);
   }
   const history = items.filter((i) => i.kind === "message" && i.included && i.section === "history").length;

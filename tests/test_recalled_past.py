@@ -1,0 +1,126 @@
+"""The recalled past through the Python API on both stores: it brings back what the agent heard
+weeks ago in any chat, and never a message it did not hear nor another tenant's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from recall import Context, Recall, Settings, World
+
+LONG_AGO = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
+LATER = datetime(2025, 4, 2, 10, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def mem(store_location: str) -> Iterator[Recall]:
+    # No background indexer: each test brings the index up to date where it says so.
+    recall = Recall(store_location, Settings(index_interval=0))
+    yield recall
+    recall.close()
+
+
+@pytest.fixture
+def world(mem: Recall) -> World:
+    w = mem.world("shop", create=True)
+    w.add_human("maria")
+    w.add_agent("desk")
+    return w
+
+
+def recalled(ctx: Context) -> str:
+    return "\n".join(m.content for m in ctx.messages if m.section == "recalled")
+
+
+def recalled_ids(ctx: Context) -> set[int]:
+    return {int(i.id) for i in ctx.report.items if i.section == "recalled" and i.included}  # type: ignore[arg-type]
+
+
+def test_a_passage_from_another_chat_long_ago_reaches_the_context(mem: Recall, world: World) -> None:
+    old = world.post("maria", "My parcel number is 4711 and it never arrived.", chat="ticket-7", at=LONG_AGO)
+    for i in range(30):
+        world.post("maria", f"Unrelated chatter number {i} about the weather.", chat="ticket-9", at=LATER)
+    ask = world.post("maria", "@desk what was my parcel number again?", chat="ticket-9", at=LATER)
+    mem.refresh_index()
+    ctx = world.agent("desk").context(chat="ticket-9", max_tokens=4000, message=ask.id)
+    assert old.id in recalled_ids(ctx)
+    assert "[2025-03-01, Saturday, chat ticket-7]\nmaria: My parcel number is 4711 and it never arrived." in recalled(
+        ctx
+    )
+    item = next(i for i in ctx.report.items if i.id == old.id and i.section == "recalled")
+    assert item.score is not None and item.score["rank"] >= 1 and 0 < item.score["score"] <= 1
+    assert ctx.report.sections["recalled"] > 0 and ctx.report.total_tokens <= 4000
+    # The history (the newest 25 of ticket-9) does not hold it; the budget and the cap bound it.
+    assert (
+        world.agent("desk").context(chat="ticket-9", message=ask.id, recalled_max_tokens=0).report.sections["recalled"]
+        == 0
+    )
+
+
+def test_found_by_its_words_before_the_indexer_ran(mem: Recall, world: World) -> None:
+    old = world.post("maria", "The spare key is under the blue flowerpot.", chat="house", at=LONG_AGO)
+    ask = world.post("maria", "@desk where is the spare key?", chat="now", at=LATER)
+    # No refresh_index(): nothing copied into the index, nothing embedded.
+    ctx = world.agent("desk").context(chat="now", message=ask.id)
+    assert old.id in recalled_ids(ctx)
+
+
+def test_never_a_message_the_agent_did_not_hear(mem: Recall, world: World) -> None:
+    secret = world.post("maria", "The vault code is 9931, tell nobody.", chat="old", at=LONG_AGO)
+    world.add_agent("newcomer")  # joined after the secret was said: it was never delivered to it
+    ask = world.post("maria", "@newcomer what is the vault code?", chat="now", at=LATER)
+    mem.refresh_index()
+    ctx = world.agent("newcomer").context(chat="now", message=ask.id)
+    assert secret.id not in {i.id for i in ctx.report.items}  # not even listed as left out
+    assert "9931" not in str(ctx.to_dict())
+    # The agent that heard it gets it.
+    assert secret.id in recalled_ids(world.agent("desk").context(chat="now", message=ask.id))
+
+
+def test_never_another_tenants_world(mem: Recall, world: World) -> None:
+    other = mem.world("shop", create=True, tenant="acme")
+    other.add_human("maria")
+    other.add_agent("desk")
+    other.post("maria", "Acme's parcel number is 5150.", at=LONG_AGO)
+    ask = world.post("maria", "@desk what was the parcel number?", at=LATER)
+    mem.refresh_index()
+    assert "5150" not in str(world.agent("desk").context(message=ask.id).to_dict())
+
+
+def test_nothing_after_the_message_being_answered(mem: Recall, world: World) -> None:
+    ask = world.post("maria", "@desk which colour was the bike?", chat="a", at=LONG_AGO)
+    later = world.post("maria", "The bike was red.", chat="b", at=LATER)
+    mem.refresh_index()
+    ctx = world.agent("desk").context(chat="a", message=ask.id)
+    assert later.id not in recalled_ids(ctx)
+    assert any(i.id == later.id and i.reason == "after-trigger" for i in ctx.report.items)
+
+
+def test_agent_settings_shape_it(mem: Recall, world: World) -> None:
+    for i in range(6):
+        world.post("maria", f"Order {i} of blue paint was delivered.", chat="orders", at=LONG_AGO)
+    ask = world.post("maria", "@desk what about the blue paint orders?", chat="now", at=LATER)
+    mem.refresh_index()
+    desk = world.agent("desk")
+    desk.update(recalled_limit=2, recalled_scope="world")
+    ctx = desk.context(chat="now", message=ask.id)
+    assert len(recalled_ids(ctx)) == 2
+    assert any(i.reason == "over-depth" for i in ctx.report.items if i.section == "recalled")
+    desk.update(recalled_scope="chat")
+    assert recalled_ids(desk.context(chat="now", message=ask.id)) == set()
+    desk.update(recalled_max_tokens=0, recalled_scope=None, recalled_limit=None)
+    assert desk.context(chat="now", message=ask.id).report.sections["recalled"] == 0
+
+
+def test_bad_settings_are_refused_with_what_was_wrong(world: World) -> None:
+    from recall import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="recalled_cutoff"):
+        world.agent("desk").update(recalled_cutoff=1.5)
+    with pytest.raises(InvalidInputError, match="recalled_scope"):
+        world.agent("desk").update(recalled_scope="galaxy")
+    with pytest.raises(InvalidInputError, match="recalled_max_tokens"):
+        world.agent("desk").context(recalled_max_tokens=-1)
+    assert world.agent("desk").profile.recalled_cutoff is None  # nothing was stored
