@@ -59,7 +59,15 @@ from typing import Any
 
 import numpy as np
 from bench_report import git_revision, write_json
-from locomo_eval import CATEGORY_NAMES, CATEGORY_ORDER, _all_messages, asked_at, normalise_evidence
+from locomo_eval import (
+    CATEGORY_NAMES,
+    CATEGORY_ORDER,
+    _all_messages,
+    _percent,
+    asked_at,
+    normalise_evidence,
+    parse_range,
+)
 from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
@@ -68,6 +76,7 @@ from recall import Message, Recall, Settings
 from recall.core.context_records import ContextReport
 from recall.core.tokens import TokenCounter
 from recall.importers import Conversation, read_locomo, slug, store_conversation
+from recall.search.base import message_text
 from recall.search.embeddings import Embedder, default_embedder
 
 BUDGETS = (2000, 4000, 8000)
@@ -155,11 +164,7 @@ def parse_budgets(text: str) -> tuple[int, ...]:
 
 def turn_text(message: Message) -> str:
     """`speaker: text`, whitespace collapsed, with a shared image's caption (as recall indexes it)."""
-    text = f"{message.sender}: {' '.join(message.content.split())}"
-    caption = message.metadata.get("blip_caption")
-    if isinstance(caption, str) and caption.strip():
-        text += f" [shares an image: {' '.join(caption.split())}]"
-    return text
+    return " ".join(message_text(message).split())
 
 
 def make_turns(messages: Sequence[Message], counter: TokenCounter) -> list[Turn]:
@@ -423,10 +428,6 @@ def evaluate(
     return report
 
 
-def _percent(value: float) -> str:
-    return f"{100 * value:.1f}"
-
-
 def _category_columns(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(category number, header) for every category in CATEGORY_ORDER, with its question count."""
     first = next(iter(report["results"].values()))
@@ -511,8 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     chosen: int | range | None = args.conversations
     if args.range is not None:
-        first, _, last = args.range.partition("-")
-        chosen = range(int(first), int(last or first) + 1)
+        chosen = parse_range(args.range)
     report = evaluate(
         args.locomo_json,
         chosen,

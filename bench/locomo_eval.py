@@ -245,6 +245,12 @@ def evaluate(
     }
 
 
+def parse_range(text: str) -> range:
+    """Conversations `A-B` (0-based, inclusive), or one conversation `A`."""
+    first, _, last = text.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
 def _percent(value: float) -> str:
     return f"{100 * value:.1f}"
 
@@ -298,8 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     chosen: int | range | None = args.conversations
     if args.range is not None:
-        first, _, last = args.range.partition("-")
-        chosen = range(int(first), int(last or first) + 1)
+        chosen = parse_range(args.range)
     report = evaluate(args.locomo_json, chosen, args.method, progress=console)
     print_report(report, Console())
     if args.json_out is not None:

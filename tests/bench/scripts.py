@@ -21,3 +21,11 @@ def load_bench_script(name: str) -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
+
+
+def locomo_turns(session: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """A LoCoMo session's turns, `D<session>:<n>` numbered from 1."""
+    return [
+        {"speaker": speaker, "dia_id": f"D{session}:{number}", "text": text}
+        for number, (speaker, text) in enumerate(lines, start=1)
+    ]

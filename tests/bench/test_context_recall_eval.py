@@ -12,7 +12,7 @@ import pytest
 from recall import Recall, Settings
 from recall.core.tokens import TokenCounter
 from recall.importers import read_locomo
-from tests.bench.scripts import load_bench_script
+from tests.bench.scripts import load_bench_script, locomo_turns
 
 context_recall_eval = load_bench_script("context_recall_eval")
 locomo_eval = load_bench_script("locomo_eval")
@@ -23,13 +23,6 @@ COSINE = "MiniLM int8 cosine"
 BM25 = "bm25s"
 
 
-def _turns(session: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [
-        {"speaker": speaker, "dia_id": f"D{session}:{number}", "text": text}
-        for number, (speaker, text) in enumerate(lines, start=1)
-    ]
-
-
 #: Two speakers, two sessions of four turns; Alice (speaker_a) is the agent asked.
 TINY_SAMPLE: dict[str, Any] = {
     "sample_id": "conv-tiny",
@@ -37,7 +30,7 @@ TINY_SAMPLE: dict[str, Any] = {
         "speaker_a": "Alice",
         "speaker_b": "Bob",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": _turns(
+        "session_1": locomo_turns(
             1,
             [
                 ("Alice", "Hi Bob, I finally bought a saxophone last weekend."),
@@ -47,7 +40,7 @@ TINY_SAMPLE: dict[str, Any] = {
             ],
         ),
         "session_2_date_time": "10:37 am on 27 June, 2023",
-        "session_2": _turns(
+        "session_2": locomo_turns(
             2,
             [
                 ("Alice", "Clara arrived and we toured the old harbour together."),

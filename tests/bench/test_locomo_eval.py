@@ -9,16 +9,9 @@ from typing import Any
 import pytest
 
 from recall import Settings
-from tests.bench.scripts import load_bench_script
+from tests.bench.scripts import load_bench_script, locomo_turns
 
 locomo_eval = load_bench_script("locomo_eval")
-
-
-def _turns(session: int, lines: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [
-        {"speaker": speaker, "dia_id": f"D{session}:{number}", "text": text}
-        for number, (speaker, text) in enumerate(lines, start=1)
-    ]
 
 
 #: Two speakers, two sessions of four turns. The texts are chosen so that a keyword (BM25)
@@ -30,7 +23,7 @@ TINY_SAMPLE: dict[str, Any] = {
         "speaker_a": "Alice",
         "speaker_b": "Bob",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": _turns(
+        "session_1": locomo_turns(
             1,
             [
                 ("Alice", "Hi Bob, I finally bought a saxophone last weekend."),
@@ -40,7 +33,7 @@ TINY_SAMPLE: dict[str, Any] = {
             ],
         ),
         "session_2_date_time": "10:37 am on 27 June, 2023",
-        "session_2": _turns(
+        "session_2": locomo_turns(
             2,
             [
                 ("Alice", "Clara arrived and we toured the old harbour together."),
@@ -76,7 +69,7 @@ def tiny_locomo(tmp_path: Path) -> Path:
     return path
 
 
-def test_evidence_is_split_normalised_and_checked_against_the_turns() -> None:
+def test_evidence_is_split_normalised_and_checked_against_thelocomo_turns() -> None:
     known = {"D1:1", "D1:2", "D8:6", "D9:17", "D11:26", "D30:5"}
     assert locomo_eval.normalise_evidence(["D8:6; D9:17"], known) == ["D8:6", "D9:17"]
     assert locomo_eval.normalise_evidence(["D1:1 D1:2", "D1:1"], known) == ["D1:1", "D1:2"]

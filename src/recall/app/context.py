@@ -210,7 +210,9 @@ class Contexts:
         ranked = sorted(best.items(), key=lambda pair: (-pair[1][0], pair[0]))
         # Only what the agent heard (or wrote) is a candidate; the rest is never shown or listed.
         heard = self.store.heard_among(world.key, agent.id, [source for source, _ in ranked])
-        previous = self._turns_before(world, agent, heard)
+        # Only a short passage brings the turn it answers; each word is at least one token.
+        short = {i: m for i, m in heard.items() if len(m.content.split()) <= settings.neighbour_tokens}
+        previous = self._turns_before(world, agent, short)
         candidates = [
             RecallCandidate(
                 heard[source],
@@ -227,15 +229,15 @@ class Contexts:
         return RecallRequest(tuple(candidates), settings, terms, words)
 
     def _turns_before(
-        self, world: WorldRecord, agent: AgentProfile, heard: Mapping[int, Message]
+        self, world: WorldRecord, agent: AgentProfile, messages: Mapping[int, Message]
     ) -> dict[int, Message]:
         """The turn each message answers (its parent, else the one before it in its chat),
         where the agent heard it."""
-        wanted = {m.id: m.parent_id for m in heard.values() if m.parent_id is not None}
-        lacking = [i for i in heard if i not in wanted]
+        wanted = {m.id: m.parent_id for m in messages.values() if m.parent_id is not None}
+        lacking = [i for i in messages if i not in wanted]
         wanted.update(self.store.turns_before(world.key, lacking))
-        found = self.store.heard_among(world.key, agent.id, [i for i in wanted.values() if i not in heard])
-        known = {**heard, **found}
+        found = self.store.heard_among(world.key, agent.id, [i for i in wanted.values() if i not in messages])
+        known = {**messages, **found}
         return {i: known[b] for i, b in wanted.items() if b in known}
 
     def gathered_blocks(

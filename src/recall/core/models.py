@@ -105,3 +105,12 @@ class Message:
             "created_at": self.created_at.isoformat(),
             "metadata": self.metadata,
         }
+
+
+def with_caption(content: str, metadata: Mapping[str, Any]) -> str:
+    """A message's text with a shared image's caption, as it is searched and recalled: a search
+    for "the photo of the beach" finds the message that shared it."""
+    caption = metadata.get("image_caption") or metadata.get("blip_caption")
+    if isinstance(caption, str) and caption.strip():
+        return f"{content} [shares an image: {caption.strip()}]"
+    return content

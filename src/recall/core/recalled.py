@@ -28,10 +28,12 @@ from typing import Any
 from recall.core.context_records import ContextMessage, ReportItem
 from recall.core.escaping import escape
 from recall.core.excerpts import excerpt
-from recall.core.models import Message
+from recall.core.models import Message, with_caption
 from recall.core.tokens import TokenCounter
 
 SECTION = "recalled"
+#: The fewest tokens a rendered turn takes (`speaker: x` and its line break).
+MIN_LINE_TOKENS = 4
 #: The first line of the block (seed 001's wording).
 HEADER = "Similar past interactions that may be relevant:"
 
@@ -137,10 +139,7 @@ def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
 
 def _turn(req: RecallRequest, counter: TokenCounter, message: Message, neighbour_of: int | None = None) -> _Turn:
     # Captions of shared images are part of what was said (as the search indexes them).
-    text = message.content
-    caption = message.metadata.get("blip_caption") or message.metadata.get("image_caption")
-    if isinstance(caption, str) and caption.strip():
-        text += f" [shares an image: {caption.strip()}]"
+    text = with_caption(message.content, message.metadata)
     cut = excerpt(text, req.terms, req.words, counter, req.settings.excerpt_tokens)
     body = escape(cut.text)
     turn = _Turn(message, body, cut.cut, 0, neighbour_of)
@@ -194,6 +193,9 @@ def pack_recalled(
             continue
         if s.limit and len(picked) >= s.limit:
             out(c, "over-depth")
+            continue
+        if room - used < MIN_LINE_TOKENS:  # full: no need to cut and count the rest
+            out(c, "over-budget")
             continue
         lines = [_turn(req, counter, m)]
         before = c.before

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
-from recall.core.models import Message
+from recall.core.models import Message, with_caption
 from recall.search.stopwords import content_terms
 
 if TYPE_CHECKING:
@@ -209,11 +209,7 @@ def message_text(message: Message) -> str:
 
 def indexed_text(sender: str, content: str, metadata: Mapping[str, Any]) -> str:
     """`message_text` of a message's stored fields."""
-    text = f"{sender}: {content}"
-    caption = metadata.get("image_caption") or metadata.get("blip_caption")
-    if isinstance(caption, str) and caption.strip():
-        text += f" [shares an image: {caption.strip()}]"
-    return text
+    return f"{sender}: {with_caption(content, metadata)}"
 
 
 def query_terms(query: str) -> list[str]:
