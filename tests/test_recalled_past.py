@@ -124,3 +124,40 @@ def test_bad_settings_are_refused_with_what_was_wrong(world: World) -> None:
     with pytest.raises(InvalidInputError, match="recalled_max_tokens"):
         world.agent("desk").context(recalled_max_tokens=-1)
     assert world.agent("desk").profile.recalled_cutoff is None  # nothing was stored
+
+
+def test_an_inbox_check_with_context_carries_the_recalled_past_once(mem: Recall, world: World) -> None:
+    old = world.post("maria", "My parcel number is 4711 and it never arrived.", chat="ticket-7", at=LONG_AGO)
+    world.post("maria", "@desk what was my parcel number again?", chat="ticket-9", at=LATER)
+    check = mem.service.deliveries.check
+    first = check("shop", "desk", include_context=True, session="s", mark_read=True)
+    assert first.recalled is not None and first.recalled.content is not None
+    assert "maria: My parcel number is 4711" in first.recalled.content
+    assert old.id in {p.id for p in first.recalled.passages}
+    assert first.recalled.tokens > 0 and not first.recalled.unchanged
+    body = first.to_dict()["recalled"]
+    assert body["passages"][0]["rank"] >= 1 and body["content"] == first.recalled.content
+
+    # Asked again in the same session about the same thing: the same block is not sent again.
+    world.post("maria", "@desk my parcel number, please?", chat="ticket-9", at=LATER)
+    again = check("shop", "desk", include_context=True, session="s", mark_read=True)
+    assert again.recalled is not None
+    assert again.recalled.unchanged and again.recalled.content is None
+    assert old.id in {p.id for p in again.recalled.passages}
+    # A refresh, or another session, sends it in full.
+    world.post("maria", "@desk the parcel number?", chat="ticket-9", at=LATER)
+    fresh = check("shop", "desk", include_context=True, session="s", refresh=True)
+    assert fresh.recalled is not None and fresh.recalled.content is not None and not fresh.recalled.unchanged
+    other = check("shop", "desk", include_context=True, session="t")
+    assert other.recalled is not None and other.recalled.content is not None
+    # Without context, no recalled past (and no key in the answer).
+    assert "recalled" not in check("shop", "desk").to_dict()
+
+
+def test_an_inbox_check_never_recalls_what_the_agent_did_not_hear(mem: Recall, world: World) -> None:
+    world.post("maria", "The vault code is 9931, tell nobody.", chat="old", at=LONG_AGO)
+    world.add_agent("newcomer")
+    world.post("maria", "@newcomer what is the vault code?", chat="now", at=LATER)
+    result = mem.service.deliveries.check("shop", "newcomer", include_context=True)
+    assert "9931" not in str(result.to_dict())
+    assert result.recalled is not None and result.recalled.content is None

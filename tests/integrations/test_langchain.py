@@ -104,7 +104,24 @@ def test_history_depth_is_the_agents_setting_or_the_handles(mem: Recall, world: 
         world.post("agent-a", f"reply {n}", chat="t1")
     assert len(history(mem, world).messages) == 12
     short = RecallChatMessageHistory(mem, world=world, agent="agent-a", chat="t1", history_limit=3)
-    assert [m.content for m in short.messages] == ["reply 4", "message 5", "reply 5"]
+    recalled, *conversation = short.messages
+    assert [m.content for m in conversation] == ["reply 4", "message 5", "reply 5"]
+    # What the depth leaves out may come back as the recalled past, one system message before.
+    assert isinstance(recalled, SystemMessage) and "maria: message 0" in str(recalled.content)
+
+
+def test_the_recalled_past_comes_first_as_a_system_message(mem: Recall, world: World) -> None:
+    world.post("maria", "My parcel number is 4711 and it never arrived.", chat="t9")
+    h = history(mem, world)
+    h.add_user_message("@agent-a what was my parcel number again?")
+    first, *rest = h.messages
+    assert isinstance(first, SystemMessage)
+    assert "maria: My parcel number is 4711 and it never arrived." in str(first.content)
+    assert [m.content for m in rest] == ["@agent-a what was my parcel number again?"]
+    # Once this history is cleared, nothing from before comes back through the recalled past.
+    h.clear()
+    h.add_user_message("@agent-a the parcel number?")
+    assert [type(m) for m in h.messages] == [HumanMessage]
 
 
 def test_clear_hides_the_chat_so_far_and_keeps_it_in_recall(mem: Recall, world: World) -> None:

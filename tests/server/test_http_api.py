@@ -185,6 +185,19 @@ def test_context_is_the_filtered_history_of_the_chat(client: httpx.Client) -> No
     assert meta["total_messages"] == 0 and meta["delta"] is False
 
 
+def test_a_check_with_context_carries_the_recalled_past(client: httpx.Client) -> None:
+    old = post(client, "maria", "The spare key is under the blue flowerpot.", chat_id="house")
+    post(client, "maria", "@agent-a where is the spare key?", chat_id="now")
+    body = inbox(client, "agent-a", include_context=True, session="s1")
+    recalled = body["recalled"]
+    assert "maria: The spare key is under the blue flowerpot." in recalled["content"]
+    passage = next(p for p in recalled["passages"] if p["id"] == old["id"])
+    assert passage["chat_id"] == "house" and passage["rank"] >= 1 and passage["tokens"] > 0
+    again = inbox(client, "agent-a", include_context=True, session="s1")
+    assert again["recalled"]["unchanged"] is True and again["recalled"]["content"] is None
+    assert "recalled" not in inbox(client, "agent-a")
+
+
 def test_send_returns_id_time_mentions_and_thread(client: httpx.Client) -> None:
     ask = post(client, "maria", "@agent-a ping")
     sent = client.post(

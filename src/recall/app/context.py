@@ -1,5 +1,5 @@
 """The context an agent's next model call receives (spec §3), and the blocks gathered for it:
-the facts block, relevant long-term memories, similar past interactions, observations."""
+the facts block, relevant long-term memories, the recalled past, observations."""
 
 from __future__ import annotations
 
@@ -26,11 +26,14 @@ from recall.core.context import Scan, build_context, scan_memory
 from recall.core.context_records import Context, ContextBlock, ContextRequest, Summarizer
 from recall.core.escaping import escape
 from recall.core.facts import MemoryBlock, rank_facts, recent_conversation, render_memory_block
+from recall.core.inbox import RecalledPast
 from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.prompt import build_system_prompt
+from recall.core.recalled import SECTION as RECALLED
 from recall.core.recalled import RecallCandidate, RecallRequest, RecallSettings
 from recall.core.routing import MENTION
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
+from recall.errors import BudgetExceededError
 from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
 
@@ -134,6 +137,21 @@ class Contexts:
         settings = self.recall_settings(agent, recalled_max_tokens)
         recalled = self._recall_request(world, agent, chat, scan, recent, settings)
         return build_context(replace(request, recalled=recalled), scan)
+
+    def recalled_past(
+        self, world_id: str, agent_id: str, chat_id: str | None, message_id: int | None, history_limit: int
+    ) -> RecalledPast:
+        """The recalled past of the agent's context for `message_id` (else its newest incoming),
+        built by the one builder with `history_limit` turns of history: what a check sends
+        beside the recent conversation (none when the agent's budget does not hold its prompt
+        and the message)."""
+        try:
+            built = self.build_context(world_id, agent_id, chat_id, history_limit=history_limit, message_id=message_id)
+        except BudgetExceededError:
+            return RecalledPast(None, 0)
+        block = next((m for m in built.messages if m.section == RECALLED), None)
+        passages = tuple(i for i in built.report.items if i.section == RECALLED and i.included)
+        return RecalledPast(block.content if block else None, block.tokens if block else 0, passages)
 
     def recall_settings(self, agent: AgentProfile, max_tokens: int | None = None) -> RecallSettings:
         """The agent's recalled-past settings: its own, else the defaults; `max_tokens` for one call."""

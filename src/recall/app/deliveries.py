@@ -7,16 +7,18 @@ Named apart from `core/inbox.py` (the pure split of an inbox page and the contex
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall import limits
+from recall.app.context import Contexts
 from recall.app.posting import Posting, PostRequest
 from recall.app.validation import MAX_MESSAGE_ID, check_chat, check_int
 from recall.app.worlds import Worlds
-from recall.core.inbox import CheckResult, context_slice, split_unread
+from recall.core.inbox import CheckResult, RecalledPast, context_slice, split_unread
 from recall.core.models import AgentProfile, Message
 from recall.settings import Settings
 from recall.store.base import ContextSession, Store
@@ -34,6 +36,8 @@ class Deliveries:
     settings: Settings
     worlds: Worlds
     posting: Posting
+    #: Builds the recalled past a check with context carries (None: checks carry none).
+    contexts: Contexts | None = None
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False
@@ -115,7 +119,7 @@ class Deliveries:
         if not include_context or (context_only_with_mentions and not mentions):
             result = CheckResult(tuple(mentions), chat_id=chat, passed=passed)
         else:
-            result = self._context_once(world, agent, mentions, chat, depth, session, refresh, now, passed)
+            result = self._context_once(world_id, world, agent, mentions, chat, depth, session, refresh, now, passed)
         if mark_read and mentions:
             # Last, once the answer is built: a check that fails leaves its mentions unread.
             self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
@@ -123,6 +127,7 @@ class Deliveries:
 
     def _context_once(
         self,
+        world_id: str,
         world: str,
         agent: AgentProfile,
         mentions: Sequence[Message],
@@ -148,6 +153,30 @@ class Deliveries:
         )
         newest = max([floor, *in_chat, *(m.id for m in context)])
         refreshed_at = now if full or state is None else state.refreshed_at
-        if state is None or newest != state.last_sent_id or refreshed_at != state.refreshed_at:
-            self.store.set_context_session(world, agent.id, session, chat, ContextSession(newest, refreshed_at))
-        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed)
+        recalled, digest = self._recalled_once(world_id, agent, chat, max(in_chat, default=None), depth, state, full)
+        sent = ContextSession(newest, refreshed_at, digest)
+        if sent != state:
+            self.store.set_context_session(world, agent.id, session, chat, sent)
+        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed, recalled)
+
+    def _recalled_once(
+        self,
+        world_id: str,
+        agent: AgentProfile,
+        chat: str | None,
+        trigger: int | None,
+        depth: int,
+        state: ContextSession | None,
+        full: bool,
+    ) -> tuple[RecalledPast | None, str]:
+        """The recalled past for the check's newest mention in the chat, and its digest; its
+        text is left out when this session was sent the same block already (context once)."""
+        if self.contexts is None:
+            return None, ""
+        recalled = self.contexts.recalled_past(world_id, agent.id, chat, trigger, depth)
+        if recalled.content is None:
+            return recalled, ""
+        digest = hashlib.sha256(recalled.content.encode()).hexdigest()
+        if not full and state is not None and state.recalled_digest == digest:
+            return replace(recalled, content=None, unchanged=True), digest
+        return recalled, digest

@@ -40,7 +40,6 @@ class RecallService:
 
         self.worlds = worlds = Worlds(store)
         self.posting = posting = Posting(store, settings, worlds, self.indexer)
-        self.deliveries = Deliveries(store, settings, worlds, posting)
         self.agent_state = agent_state = AgentState(store, settings, worlds, posting)
         self.facts = facts = Facts(store, worlds, self.index)
         #: Long-term memories (an agent's key-value notes are `agent_state`'s).
@@ -48,6 +47,7 @@ class RecallService:
         self.searcher = Searcher(settings, worlds, facts, self.index)
         self.extraction = Extraction(store, settings, worlds, facts, self.model)
         self.contexts = Contexts(store, settings, worlds, posting, agent_state, self.index, self.summarizer)
+        self.deliveries = Deliveries(store, settings, worlds, posting, self.contexts)
         #: Deleting worlds, participants and messages; exporting and importing whole worlds.
         self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index)
         self.exports = WorldExports(store, settings, worlds, self.index)

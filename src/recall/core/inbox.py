@@ -10,8 +10,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recall.core.context_records import ReportItem
 from recall.core.models import AgentProfile, Message
 from recall.core.routing import context_verdict, would_respond
+
+
+@dataclass(frozen=True)
+class RecalledPast:
+    """The recalled past of a context sent with a check: the block the context builder made
+    (None when nothing was recalled, or when this session was sent the same block already)."""
+
+    content: str | None
+    tokens: int
+    #: The passages in the block, as the context's report lists them (rank, scores, excerpt).
+    passages: tuple[ReportItem, ...] = ()
+    #: The same block was sent earlier in this session (context once): `content` is left out.
+    unchanged: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "tokens": self.tokens,
+            "unchanged": self.unchanged,
+            "passages": [p.to_dict() for p in self.passages],
+        }
 
 
 @dataclass(frozen=True)
@@ -25,9 +47,11 @@ class CheckResult:
     chat_id: str | None = None
     #: Messages the agent was not addressed in that this check passed (and marked read).
     passed: int = field(default=0, compare=False)
+    #: With context: the recalled past the context builder picks for the newest mention.
+    recalled: RecalledPast | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "new_mentions": [m.to_dict() for m in self.new_mentions],
             "context": [m.to_dict() for m in self.context],
             "context_metadata": {
@@ -39,6 +63,9 @@ class CheckResult:
                 "delta": self.delta,
             },
         }
+        if self.recalled is not None:
+            out["recalled"] = self.recalled.to_dict()
+        return out
 
 
 def split_unread(agent_id: str, unread: Sequence[Message], limit: int) -> tuple[list[Message], list[Message]]:

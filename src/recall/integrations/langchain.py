@@ -12,7 +12,9 @@ history.messages   # what `helper` would see of the conversation
 
 `messages` is the agent's view of one chat, built by recall's context builder (`Agent.context`):
 its history and the new messages it would answer, under the routing rule (a message addressed to
-another agent is left out), the agent's history depth and token budget. Messages that
+another agent is left out), the agent's history depth and token budget; before them, as a
+`SystemMessage`, the recalled past (what the agent heard earlier, in any chat, that matters for
+the newest message), unless this history was cleared. Messages that
 `add_messages` wrote come back exactly as given (their LangChain form is kept in the message's
 metadata); messages posted by anyone else come back as `HumanMessage(name=sender)`, the agent's
 own as `AIMessage` (tool calls included) and tool results as `ToolMessage`.
@@ -63,7 +65,7 @@ from recall.integrations._common import (
 #: The metadata field holding a message's LangChain form.
 META = "langchain"
 #: The context sections that are the conversation.
-_CONVERSATION = ("summary", "history", "incoming")
+_CONVERSATION = ("recalled", "summary", "history", "incoming")
 
 
 def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
@@ -135,8 +137,9 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         for message in context.messages:
             if message.section not in _CONVERSATION:
                 continue
-            if message.section == "summary":
-                if not through:  # a summary of messages this history may have cleared: left out then
+            if message.section in ("recalled", "summary"):
+                # The recalled past and a summary may quote what this history cleared: left out then.
+                if not through:
                     out.append(SystemMessage(message.content))
                 continue
             if message.source_id is not None and (message.source_id <= through or message.source_id in hidden):

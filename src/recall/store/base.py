@@ -139,10 +139,12 @@ class Memory:
 
 @dataclass(frozen=True)
 class ContextSession:
-    """Context once: the newest message id already sent as context, and when it was last refreshed."""
+    """Context once: the newest message id already sent as context, when it was last refreshed,
+    and a digest of the recalled past last sent ('' for none), so an unchanged one is not sent again."""
 
     last_sent_id: int
     refreshed_at: datetime
+    recalled_digest: str = ""
 
 
 #: Told (world key, message ids or None for "some") of posts another process stored.

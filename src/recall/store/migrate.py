@@ -37,7 +37,11 @@ TABLES: tuple[tuple[str, str, str], ...] = (
     ("turn_counters", "world_id, agent_id, count", "world_id, agent_id"),
     ("observations", "id, world_id, agent_id, kind, sim_time, data, created_at", "id"),
     ("agent_memory", "agent_key, key, value, updated_at, expires_at", "agent_key, key"),
-    ("context_sessions", "agent_key, session, chat_id, last_sent_id, refreshed_at", "agent_key, session, chat_id"),
+    (
+        "context_sessions",
+        "agent_key, session, chat_id, last_sent_id, refreshed_at, recalled_digest",
+        "agent_key, session, chat_id",
+    ),
     ("facts", "id, tenant, scope, content, category, confidence, source, avoid, created_at, updated_at", "id"),
     ("fact_sections", "tenant, scope, sections, updated_at", "tenant, scope"),
     ("notes", "id, world_id, owner, type, content, importance, chat_id, metadata, created_at", "id"),

@@ -204,6 +204,13 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE UNIQUE INDEX worlds_by_tenant ON worlds (tenant, id);
         """,
     ),
+    (
+        5,
+        """
+        -- Context once for the recalled past: a digest of the block last sent in the session.
+        ALTER TABLE context_sessions ADD COLUMN recalled_digest TEXT NOT NULL DEFAULT '';
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -301,10 +301,10 @@ class SQLReads:
         self, world_id: str, agent_id: str, session: str, chat_id: str | None
     ) -> ContextSession | None:
         rows = self._read(
-            "SELECT last_sent_id, refreshed_at FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
+            "SELECT last_sent_id, refreshed_at, recalled_digest FROM context_sessions WHERE agent_key = ? AND session = ? AND chat_id = ?",
             (self._memory_key(world_id, agent_id), session, chat_key(chat_id)),
         )
-        return ContextSession(int(rows[0][0]), dt(rows[0][1])) if rows else None
+        return ContextSession(int(rows[0][0]), dt(rows[0][1]), str(rows[0][2])) if rows else None
 
     def list_facts(self, tenant: str, scope: str) -> list[Fact]:
         rows = self._read(

@@ -162,10 +162,11 @@ class SQLWrites(SQLReads):
         with self._write() as db:
             self._execute(
                 db,
-                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
-                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at",
-                (agent, session, chat_key(chat_id), state.last_sent_id, ts(state.refreshed_at)),
+                "INSERT INTO context_sessions (agent_key, session, chat_id, last_sent_id, refreshed_at, recalled_digest)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_key, session, chat_id) DO UPDATE SET"
+                " last_sent_id = excluded.last_sent_id, refreshed_at = excluded.refreshed_at,"
+                " recalled_digest = excluded.recalled_digest",
+                (agent, session, chat_key(chat_id), state.last_sent_id, ts(state.refreshed_at), state.recalled_digest),
             )
 
     # -- facts and their scope's sections ---------------------------------------------------

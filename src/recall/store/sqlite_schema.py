@@ -265,6 +265,13 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX search_deleted_by_change ON search_deleted (changed);
         """,
     ),
+    (
+        8,
+        """
+        -- Context once for the recalled past: a digest of the block last sent in the session.
+        ALTER TABLE context_sessions ADD COLUMN recalled_digest TEXT NOT NULL DEFAULT '';
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -34,6 +34,7 @@ _SMALL_TABLES: dict[str, str] = {
         f"SELECT p.id, t.key, t.value, t.updated_at, t.expires_at FROM agent_memory t {_AGENT_JOIN}"
         " ORDER BY p.key, t.key"
     ),
+    # Not the recalled past's digest: an imported session sends its recalled past once more.
     "context_sessions": (
         f"SELECT p.id, t.session, t.chat_id, t.last_sent_id, t.refreshed_at FROM context_sessions t {_AGENT_JOIN}"
         " ORDER BY p.key, t.session, t.chat_id"
