@@ -161,3 +161,23 @@ def test_an_inbox_check_never_recalls_what_the_agent_did_not_hear(mem: Recall, w
     result = mem.service.deliveries.check("shop", "newcomer", include_context=True)
     assert "9931" not in str(result.to_dict())
     assert result.recalled is not None and result.recalled.content is None
+
+
+@pytest.mark.parametrize("recent_weight", [0.5, 0.0])
+def test_a_follow_up_that_says_little_searches_the_recent_turns_too(store_location: str, recent_weight: float) -> None:
+    # Keyword search only: the follow-up shares no word with the passage it needs.
+    with Recall(
+        store_location, Settings(index_interval=0, embeddings="none", recalled_recent_weight=recent_weight)
+    ) as mem:
+        w = mem.world("shop", create=True)
+        w.add_human("maria")
+        w.add_agent("desk")
+        bike = w.post("maria", "The bike I bought in spring was painted bright red.", chat="old", at=LONG_AGO)
+        w.post("maria", "@desk tell me about the bike I bought", chat="now", at=LATER)
+        w.post("desk", "Happy to help with that.", chat="now", at=LATER)
+        ask = w.post("maria", "@desk and its colour?", chat="now", at=LATER)
+        found = bike.id in recalled_ids(w.agent("desk").context(chat="now", message=ask.id))
+        assert found is (recent_weight > 0)
+        # A question that names what it asks about is searched for on its own.
+        named = w.post("maria", "@desk which spring purchase was painted?", chat="now", at=LATER)
+        assert bike.id in recalled_ids(w.agent("desk").context(chat="now", message=named.id))

@@ -49,8 +49,10 @@ RECENT_SCAN = 60
 RECALLED_TOKENS_PER_CANDIDATE = 25
 RECALLED_MIN_CANDIDATES = 20
 RECALLED_MAX_CANDIDATES = 300
-#: Turns before the incoming messages that the second search of the recalled past reads.
+#: Turns before the incoming messages that the second search of the recalled past reads, when
+#: the newest message has fewer than FOLLOW_UP_TERMS words that are not stop words.
 RECENT_QUERY_TURNS = 3
+FOLLOW_UP_TERMS = 3
 _SPEAKERS = (SenderType.HUMAN, SenderType.AGENT)
 #: A paragraph's opening @mentions: they address the message, they are not what it is about.
 _OPENING_MENTIONS = re.compile(rf"^(\s*{MENTION.pattern}[,:]?\s*)+", re.ASCII | re.MULTILINE)
@@ -187,7 +189,10 @@ class Contexts:
         among the messages the agent heard; None when it is off or there is nothing to search."""
         if settings.max_tokens <= 0 or self.index is None:
             return None
-        from recall.search.local import words  # with the index (numpy), not with `import recall`
+        # With the index (numpy), not with `import recall`.
+        from recall.search.base import WORD
+        from recall.search.local import words
+        from recall.search.stopwords import STOP_WORDS
 
         # Every stored message is found by its words, whether or not the indexer got to it: a
         # copy of what is new (a read when nothing is); embedding stays the indexer's work.
@@ -199,7 +204,12 @@ class Contexts:
         incoming_ids = {m.id for m in incoming}
         said = [m for m in recent if m.id not in incoming_ids and m.sender_type in _SPEAKERS][:RECENT_QUERY_TURNS]
         context = "\n".join(_about(m.content) for m in (*reversed(said), *incoming[:-1])).strip()
-        queries = [(q, w) for q, w in ((newest, 1.0), (context, self.settings.recalled_recent_weight)) if q and w > 0]
+        # The recent conversation is searched for only when the newest message says little on its
+        # own ("and her sister?"): beside a question that names what it asks about, what the
+        # last turns were about crowds out its answer (measured on LoCoMo, docs/benchmarks.md).
+        follow_up = len(set(WORD.findall(newest.lower())) - STOP_WORDS) < FOLLOW_UP_TERMS
+        recent_weight = self.settings.recalled_recent_weight if follow_up or not newest else 0.0
+        queries = [(q, w) for q, w in ((newest, 1.0), (context, recent_weight)) if q and w > 0]
         if not queries:
             return RecallRequest((), settings, notes=("no recalled past: nothing to search for",))
         wanted = settings.max_tokens // RECALLED_TOKENS_PER_CANDIDATE
