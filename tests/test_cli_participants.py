@@ -50,3 +50,24 @@ def test_messages_of_every_chat(db: Path) -> None:  # noqa: F811
     assert one_chat == ["one"]
     every = [json.loads(line) for line in recall(db, "messages", "w", "--all-chats").splitlines()]
     assert [(m["content"], m["chat_id"]) for m in every] == [("one", "c1"), ("two", "c2"), ("three", None)]
+
+
+def test_the_recalled_past_from_the_cli(db: Path) -> None:  # noqa: F811
+    recall(db, "post", "w", "--sender", "maria", "--chat", "old", "The spare key is under the blue flowerpot.")
+    recall(db, "post", "w", "--sender", "maria", "--chat", "c", "@agent-a where is the spare key?")
+    built = json.loads(recall(db, "context", "w", "agent-a", "--chat", "c", "--format", "json"))
+    assert "maria: The spare key is under the blue flowerpot." in built["messages"][1]["content"]
+    off = json.loads(
+        recall(db, "context", "w", "agent-a", "--chat", "c", "--format", "json", "--recalled-max-tokens", "0")
+    )
+    assert off["report"]["sections"]["recalled"] == 0
+    table = recall(db, "context", "w", "agent-a", "--chat", "c", "--format", "table")
+    assert "recalled" in table
+
+    updated = json.loads(
+        recall(db, "agent", "update", "w", "agent-a", "--recalled-limit", "3", "--recalled-min-similarity", "0.8")
+    )
+    assert updated["recalled_limit"] == 3 and updated["recalled_min_similarity"] == 0.8
+    scoped = json.loads(recall(db, "agent", "update", "w", "agent-a", "--recalled-scope", "chat"))
+    assert scoped["recalled_scope"] == "chat"
+    assert "recalled_cutoff" in recall(db, "agent", "update", "w", "agent-a", "--recalled-cutoff", "2", ok=False)

@@ -70,6 +70,9 @@ def context(
     history_limit: Annotated[int | None, typer.Option(help="Messages of history (default 25).")] = None,
     message: Annotated[int | None, typer.Option(help="The message being answered; incoming ends with it.")] = None,
     channel: Annotated[str | None, typer.Option(help="Channel guidelines to use: chat, call, sms, email.")] = None,
+    recalled_max_tokens: Annotated[
+        int | None, typer.Option(help="Cap on the recalled past for this call (0: none; default: the agent's).")
+    ] = None,
     format_: Annotated[
         ContextFormat,
         typer.Option("--format", help="openai/anthropic: the messages; json: messages and report; table: for people."),
@@ -80,7 +83,14 @@ def context(
         ctx = (
             mem.world(world, tenant=tenant())
             .agent(agent_id)
-            .context(chat, max_tokens=max_tokens, history_limit=history_limit, message=message, channel=channel)
+            .context(
+                chat,
+                max_tokens=max_tokens,
+                history_limit=history_limit,
+                message=message,
+                channel=channel,
+                recalled_max_tokens=recalled_max_tokens,
+            )
         )
         if format_ is ContextFormat.openai:
             print_json(ctx.openai())

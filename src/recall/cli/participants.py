@@ -57,6 +57,11 @@ class ContextFilterOption(StrEnum):
     all = "all"
 
 
+class RecalledScopeOption(StrEnum):
+    world = "world"
+    chat = "chat"
+
+
 @agent_app.command("add")
 def agent_add(
     world: str,
@@ -122,6 +127,21 @@ def agent_update(
     max_tokens: Annotated[int | None, typer.Option(help="Token budget of its context.")] = None,
     context_filter: Annotated[ContextFilterOption | None, typer.Option(help="addressed or all.")] = None,
     model: Annotated[str | None, typer.Option(help="The chat model it runs with.")] = None,
+    recalled_max_tokens: Annotated[
+        int | None, typer.Option(help="Cap on the recalled past in its context, in tokens (0: none).")
+    ] = None,
+    recalled_cutoff: Annotated[
+        float | None, typer.Option(help="Recalled passages stop below this share of the best one's score (0-1).")
+    ] = None,
+    recalled_limit: Annotated[
+        int | None, typer.Option(help="At most this many recalled passages (0: no limit).")
+    ] = None,
+    recalled_min_similarity: Annotated[
+        float | None, typer.Option(help="Recalled passages need at least this cosine similarity (0-1).")
+    ] = None,
+    recalled_scope: Annotated[
+        RecalledScopeOption | None, typer.Option(help="world: recall from every chat; chat: from this one.")
+    ] = None,
 ) -> None:
     """Change some of an agent's settings (the others stay); prints its settings as JSON."""
     given = {
@@ -134,6 +154,11 @@ def agent_update(
         "max_tokens": max_tokens,
         "context_filter": None if context_filter is None else context_filter.value,
         "model": model,
+        "recalled_max_tokens": recalled_max_tokens,
+        "recalled_cutoff": recalled_cutoff,
+        "recalled_limit": recalled_limit,
+        "recalled_min_similarity": recalled_min_similarity,
+        "recalled_scope": None if recalled_scope is None else recalled_scope.value,
     }
     changes = {name: value for name, value in given.items() if value is not None}
     if not changes:

@@ -126,14 +126,15 @@ def _line(turn: _Turn) -> str:
 
 
 def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
-    lines = [HEADER]
-    group = None
+    """The block: a `[date(, chat)]` line once per group, the groups in the order of their
+    oldest turn, each group's turns oldest first (the packing counted each label once)."""
+    groups: dict[str, list[_Turn]] = {}
     for turn in sorted(turns, key=lambda t: (t.message.created_at, t.message.id)):
-        label = _group(turn.message, chat_id)
-        if label != group:
-            lines.append(label)
-            group = label
-        lines.append(_line(turn))
+        groups.setdefault(_group(turn.message, chat_id), []).append(turn)
+    lines = [HEADER]
+    for label, members in groups.items():
+        lines.append(label)
+        lines.extend(_line(turn) for turn in members)
     return "\n".join(lines)
 
 

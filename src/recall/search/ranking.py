@@ -34,8 +34,11 @@ from typing import Any
 from recall.search.base import SearchHit, hit, similarity
 from recall.search.when import Period, days_apart
 
-#: Candidates each method contributes to a hybrid search for `k` hits.
+#: Candidates each method contributes to a hybrid search for `k` hits: four times `k` (the
+#: best few need the deep pool), at most `k` + HYBRID_MAX_EXTRA (a long list, such as the
+#: recalled past's, gains little from a deeper one and costs in proportion), at least MIN.
 HYBRID_MIN_DEPTH = 50
+HYBRID_MAX_EXTRA = 200
 #: The constant of the rank features (as in reciprocal rank fusion).
 RANK_K = 10
 #: Days over which `time_near` falls by a factor of e: a message from three days outside the
@@ -61,7 +64,7 @@ INTERCEPT = -17.934
 
 def hybrid_depth(k: int) -> int:
     """How many candidates each method contributes to a hybrid search for `k` hits."""
-    return max(k * 4, HYBRID_MIN_DEPTH)
+    return max(min(k * 4, k + HYBRID_MAX_EXTRA), HYBRID_MIN_DEPTH)
 
 
 def features(
