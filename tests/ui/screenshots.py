@@ -23,6 +23,7 @@ from tests.ui.browser import launch
 PAGES = [
     ("inspector-world.png", "/ui/worlds/support", "#timeline .msg"),
     ("inspector-agent.png", "/ui/worlds/support/agents/billing?budget=400", "#candidates"),
+    ("inspector-recalled.png", "/ui/worlds/support/agents/billing?chat=ticket-9", "#recalled-table"),
     ("inspector-facts.png", "/ui/scopes/user%3Amaria", "#facts-table"),
     ("inspector-search.png", "/ui/worlds/support/search?q=refund+invoice", "#results .hit"),
 ]

@@ -138,6 +138,32 @@ def test_an_agents_context_and_memory_depth(live: LiveServer, page: Page) -> Non
     expect(page.locator("#inbox")).to_contain_text("unread (")
 
 
+def test_the_recalled_past_passage_by_passage(live: LiveServer, page: Page) -> None:
+    world = live.mem.world("support")
+    old = world.post("maria", "My parcel number is 4711 and it never arrived.", chat="ticket-2")
+    for i in range(3):
+        world.post("maria", f"Unrelated chatter {i} about <b>the weather</b>.", chat="ticket-2")
+    world.post("maria", "@billing what was my parcel number again?", chat="ticket-9")
+    page.goto(f"{live.url}/ui/worlds/support/agents/billing?chat=ticket-9")
+    rows = page.locator("#recalled-table tr[data-id]")
+    passage = page.locator(f'#recalled-table tr[data-id="{old.id}"]')
+    expect(passage).to_contain_text("maria: My parcel number is 4711 and it never arrived.")
+    expect(passage).to_contain_text("ticket-2")
+    cells = passage.locator("td")
+    assert int(cells.nth(0).inner_text()) >= 1  # its rank
+    assert float(cells.nth(4).inner_text()) > 0  # its score (BM25 here: this server has no embeddings)
+    assert int(cells.nth(8).inner_text()) > 0  # its tokens
+    expect(page.locator("#recalled h2")).to_contain_text("tokens")
+    expect(page.locator('#model-input .msg[data-section="recalled"]')).to_contain_text("4711")
+    assert rows.count() >= 1
+    # Stored text is shown as text, never as markup.
+    expect(page.locator("#recalled-table b")).to_have_count(0)
+    # With a budget that leaves no room for it, each candidate says why it is out.
+    page.goto(f"{live.url}/ui/worlds/support/agents/billing?chat=ticket-9&budget=120")
+    expect(page.locator("#recalled-table tr.excluded").first).to_be_visible()
+    expect(page.locator(f'#recalled-table tr[data-id="{old.id}"]')).to_have_attribute("data-reason", "over-budget")
+
+
 def test_edit_and_delete_a_fact(live: LiveServer, page: Page) -> None:
     page.goto(f"{live.url}/ui/scopes/user%3Amaria")
     rows = page.locator("#facts-table tr[data-id]")

@@ -202,7 +202,8 @@ async function agentPage(worldId, agentId) {
     }
     const all = await api("GET", `/v1/worlds/${enc(world.id)}/messages?all_chats=true&limit=1000`);
     const byId = new Map(all.messages.map((m) => [m.id, m]));
-    view.replaceChildren(budgetBar(ctx.report), contextCard(ctx), await factsCard(ctx.report), candidatesCard(ctx.report, byId));
+    view.replaceChildren(budgetBar(ctx.report), contextCard(ctx), recalledCard(ctx.report, byId), await factsCard(ctx.report),
+      candidatesCard(ctx.report, byId));
   }
 
   async function renderInbox() {
@@ -269,8 +270,31 @@ async function factsCard(report) {
         el("td", {}, f.included ? "in the block" : el("span", { class: "reason" }, "did not fit"))))));
 }
 
+function recalledCard(report, byId) {
+  // The recalled past: each passage with its rank and the search's scores, the turn a short
+  // passage brought along, and each candidate left out with its reason.
+  const items = report.items.filter((i) => i.kind === "message" && i.section === "recalled");
+  const card = el("div", { class: "card", id: "recalled" }, el("h2", {}, `Recalled past (${report.sections.recalled || 0} tokens)`));
+  if (!items.length) return el("div", { class: "card", id: "recalled" }, el("h2", {}, "Recalled past"), el("p", { class: "muted" }, "Nothing recalled for this context."));
+  const shown = (value) => (value === undefined || value === null ? "–" : String(value));
+  const status = (i) => {
+    if (!i.included) return el("span", { class: "reason" }, i.reason);
+    if (i.neighbour_of) return `in, the turn before #${i.neighbour_of}`;
+    return i.excerpt ? "in (excerpt)" : "in";
+  };
+  card.append(el("table", { id: "recalled-table" },
+    el("tr", {}, ["rank", "passage", "message", "chat", "fused", "keyword", "similarity", "time", "tokens", ""].map((h) => el("th", {}, h))),
+    items.map((i) => el("tr", { class: i.included ? "" : "excluded", dataset: { id: i.id, reason: i.reason || "" } },
+      el("td", { class: "num" }, shown(i.rank)), el("td", { class: "num" }, shown(i.passage)),
+      el("td", { class: "content" }, el("strong", {}, i.sender || ""), ": ", byId.get(i.id)?.content ?? `#${i.id}`),
+      el("td", {}, i.chat_id ?? "(default)"),
+      ["score", "keyword", "similarity", "time"].map((name) => el("td", { class: "num" }, shown(i[name]))),
+      el("td", { class: "num" }, i.included ? i.tokens : "–"), el("td", {}, status(i))))));
+  return card;
+}
+
 function candidatesCard(report, byId) {
-  const items = report.items.filter((i) => i.kind === "message");
+  const items = report.items.filter((i) => i.kind === "message" && i.section !== "recalled");
   const history = items.filter((i) => i.included && i.section === "history").length;
   const excluded = Object.entries(report.excluded).map(([reason, n]) => `${reason} ${n}`).join(", ");
   return el("div", { class: "card", id: "candidates" },
