@@ -19,13 +19,13 @@ from recall.server.config import ServerConfig
 from tests.server.conftest import start_server, stop_server
 from tests.ui.browser import launch
 
-#: (file name, page, what to wait for before the picture)
+#: (file name, page, what to wait for before the picture, the part to picture or None: the page)
 PAGES = [
-    ("inspector-world.png", "/ui/worlds/support", "#timeline .msg"),
-    ("inspector-agent.png", "/ui/worlds/support/agents/billing?budget=400", "#candidates"),
-    ("inspector-recalled.png", "/ui/worlds/support/agents/billing?chat=ticket-9", "#recalled-table"),
-    ("inspector-facts.png", "/ui/scopes/user%3Amaria", "#facts-table"),
-    ("inspector-search.png", "/ui/worlds/support/search?q=refund+invoice", "#results .hit"),
+    ("inspector-world.png", "/ui/worlds/support", "#timeline .msg", None),
+    ("inspector-agent.png", "/ui/worlds/support/agents/billing?budget=400", "#candidates", None),
+    ("inspector-recalled.png", "/ui/worlds/support/agents/billing?chat=ticket-9", "#recalled-table", "#recalled"),
+    ("inspector-facts.png", "/ui/scopes/user%3Amaria", "#facts-table", None),
+    ("inspector-search.png", "/ui/worlds/support/search?q=refund+invoice", "#results .hit", None),
 ]
 
 
@@ -36,14 +36,19 @@ def main(folder: Path) -> None:
             Path(tmp) / "demo.db", ServerConfig(rate_limit=0), Settings(embeddings="none", index_interval=0)
         )
         try:
-            build_demo_world(live.mem)
+            world = build_demo_world(live.mem)
+            # A later ticket, so the agent page shows a recalled passage from the first one.
+            world.post("maria", "@billing is the refund of my double charge on its way?", chat="ticket-9")
             with sync_playwright() as playwright:
                 browser = launch(playwright)
                 page = browser.new_page(viewport={"width": 1200, "height": 820})
-                for name, path, ready in PAGES:
+                for name, path, ready, part in PAGES:
                     page.goto(live.url + path)
                     expect(page.locator(ready).first).to_be_visible(timeout=20_000)
-                    page.screenshot(path=str(folder / name))
+                    if part is None:
+                        page.screenshot(path=str(folder / name))
+                    else:
+                        page.locator(part).screenshot(path=str(folder / name))
                     print(folder / name)
                 browser.close()
         finally:

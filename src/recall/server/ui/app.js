@@ -283,7 +283,7 @@ function recalledCard(report, byId) {
     return i.excerpt ? "in (excerpt)" : "in";
   };
   card.append(el("table", { id: "recalled-table" },
-    el("tr", {}, ["rank", "passage", "message", "chat", "fused", "keyword", "similarity", "time", "tokens", ""].map((h) => el("th", {}, h))),
+    el("tr", {}, ["rank", "passage", "message", "chat", "score", "keyword", "similarity", "time", "tokens", ""].map((h) => el("th", {}, h))),
     items.map((i) => el("tr", { class: i.included ? "" : "excluded", dataset: { id: i.id, reason: i.reason || "" } },
       el("td", { class: "num" }, shown(i.rank)), el("td", { class: "num" }, shown(i.passage)),
       el("td", { class: "content" }, el("strong", {}, i.sender || ""), ": ", byId.get(i.id)?.content ?? `#${i.id}`),
