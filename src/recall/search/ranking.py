@@ -31,6 +31,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from recall.search.base import SearchHit, hit, similarity
 from recall.search.when import Period, days_apart
 
@@ -129,7 +131,7 @@ def rank(
     keyword_rank, vector_rank = _places(keyword), _places(vector)
     distances = {row[0]: row[10] for row in vector}
     valued = features(query, keyword, vector, neighbours, unembedded, periods)
-    scored = [(item, _probability(values)) for item, values in valued.items()]
+    scored = list(zip(valued, _probabilities(list(valued.values())), strict=True))
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [
         hit(
@@ -146,9 +148,12 @@ def rank(
     ]
 
 
-def _probability(values: Sequence[float]) -> float:
-    logit = INTERCEPT + sum(w * x for w, x in zip(WEIGHTS, values, strict=True))
-    return 1.0 / (1.0 + math.exp(-logit))
+def _probabilities(values: Sequence[Sequence[float]]) -> list[float]:
+    """The logistic model's probability for each candidate's features (one matrix product)."""
+    if not values:
+        return []
+    logits = INTERCEPT + np.asarray(values, dtype=np.float64) @ np.asarray(WEIGHTS, dtype=np.float64)
+    return [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
 
 
 def _places(rows: Sequence[Sequence[Any]]) -> dict[int, int]:
