@@ -70,6 +70,8 @@ TARGET_CONTEXT_P95_MS = 5.0  # with the recalled past off (recalled_max_tokens=0
 TARGET_RECALLED_P95_MS = 15.0  # with it on, by default
 TARGET_BATCHED_MSGS_PER_S = 20_000
 WARMUP_BUILDS = 50
+#: The background indexer's interval while posting with builds (the default of `Settings`).
+INDEXER_INTERVAL = Settings().index_interval
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "context_bench.json"
 
 _VOCABULARY = (
@@ -410,12 +412,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             mixed: dict[str, float] = {}
             if args.posts_with_builds > 0:
                 live = make_workload(2 * args.posts_with_builds, agents, humans, chats, rng).requests
-                with console.status("posting with context builds…"):
-                    mixed["on_msgs_per_s"] = run_posts_with_builds(
-                        world, live[: args.posts_with_builds], agents, build_rng, None
-                    )
+                # As a server runs: the background indexer (woken by each post) copies new
+                # messages into the search index, whether or not builds recall the past.
+                with (
+                    console.status("posting with context builds…"),
+                    Recall(db_path, replace(settings, index_interval=INDEXER_INTERVAL)) as served,
+                ):
+                    served_world = served.world(world.id)
                     mixed["off_msgs_per_s"] = run_posts_with_builds(
-                        world, live[args.posts_with_builds :], agents, build_rng, 0
+                        served_world, live[args.posts_with_builds :], agents, build_rng, 0
+                    )
+                    mixed["on_msgs_per_s"] = run_posts_with_builds(
+                        served_world, live[: args.posts_with_builds], agents, build_rng, None
                     )
                 mixed["ratio_on_to_off"] = mixed["on_msgs_per_s"] / mixed["off_msgs_per_s"]
             # -- where the time goes ------------------------------------------------------------

@@ -21,8 +21,9 @@ in and why the others do not, and renders them as one system message:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date
+from functools import lru_cache
 from typing import Any
 
 from recall.core.context_records import ContextMessage, ReportItem
@@ -113,10 +114,15 @@ class Recalled:
 
 def _group(message: Message, chat_id: str | None) -> str:
     """The `[date]` line a turn is rendered under (the chat too, when not the context's)."""
-    at = message.created_at.astimezone(UTC)
-    label = f"{at:%Y-%m-%d}, {at:%A}"
-    if message.chat_id != chat_id:
-        label += f", chat {escape(message.chat_id or '(default)')}"
+    day = message.created_at.astimezone(UTC).date()
+    return _label(day, None if message.chat_id == chat_id else (message.chat_id or "(default)"))
+
+
+@lru_cache(maxsize=4096)
+def _label(day: date, other_chat: str | None) -> str:
+    label = f"{day:%Y-%m-%d}, {day:%A}"
+    if other_chat is not None:
+        label += f", chat {escape(other_chat)}"
     return f"[{label}]"
 
 
@@ -141,10 +147,14 @@ def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
 def _turn(req: RecallRequest, counter: TokenCounter, message: Message, neighbour_of: int | None = None) -> _Turn:
     # Captions of shared images are part of what was said (as the search indexes them).
     text = with_caption(message.content, message.metadata)
+    # Most messages are short: their whole line is counted once, and only a longer one is cut.
+    whole = _Turn(message, escape(" ".join(text.split())), False, 0, neighbour_of)
+    tokens = counter.count(_line(whole))
+    if tokens - counter.count(f"{message.sender}:") <= req.settings.excerpt_tokens:
+        return replace(whole, tokens=tokens + 1)
     cut = excerpt(text, req.terms, req.words, counter, req.settings.excerpt_tokens)
-    body = escape(cut.text)
-    turn = _Turn(message, body, cut.cut, 0, neighbour_of)
-    return _Turn(message, body, cut.cut, counter.count(_line(turn)) + 1, neighbour_of)
+    turn = _Turn(message, escape(cut.text), cut.cut, 0, neighbour_of)
+    return replace(turn, tokens=counter.count(_line(turn)) + 1)
 
 
 def pack_recalled(

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 GRAPH_MIN_ROWS = 20_000
 #: When at most this many rows pass the filters, they are scored exactly, graph or not.
 EXACT_MAX_ROWS = 8_000
+#: A keyword search scores only the postings its filters keep when they keep fewer than one
+#: row in this many.
+SELECTIVE_SHARE = 4
 #: Candidates asked of a graph, per hit wanted, before the filters; and the most it is asked for
 #: before the exact scan is cheaper.
 GRAPH_OVERSAMPLE = 2
@@ -269,6 +272,12 @@ class _Partition:
         n = self.size
         if not self.live:
             return []
+        kept = int(np.count_nonzero(keep))
+        if not kept:
+            return []
+        # Filters that keep few rows (a world's memories among its messages): only their
+        # postings are scored. The idf stays the whole partition's.
+        selective = kept * SELECTIVE_SHARE < n
         scores = np.zeros(n, dtype=np.float32)
         average = max(self.total_length / self.live, 1e-9)
         for term in dict.fromkeys(stem(t) for t in terms):
@@ -278,6 +287,9 @@ class _Partition:
             rows = np.frombuffer(postings.rows, dtype=np.int64)
             counts = np.frombuffer(postings.counts, dtype=np.float32)
             df = len(rows)
+            if selective:
+                passing = keep[rows]
+                rows, counts = rows[passing], counts[passing]
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
             # Length normalisation of just the rows holding the term, not of the whole partition.
             norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[rows] / average)
