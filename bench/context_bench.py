@@ -11,7 +11,8 @@ What it measures
    each, into a second, fresh world of the same store file.
 3. **Context builds** - after ingest, `--builds` calls of
    `world.agent(<random agent>).context(chat=<random chat>)` with the default budget and
-   history limit, timed with `time.perf_counter` (p50/p95/p99/mean ms), after ~50 warm-up
+   history limit and the recalled past on (the default), then `--builds` more with it off
+   (`recalled_max_tokens=0`), timed with `time.perf_counter` (p50/p95/p99/mean ms), after ~50 warm-up
    builds (the tokenizer loads once per process). Then `--builds-history-100` builds with
    `history_limit=100`.
 4. **Where the time goes** - `--profile-builds` builds and `--profile-batches` ingest batches
@@ -24,7 +25,8 @@ The message mix is deterministic from `--seed`: senders are the humans and the a
 random agent, ~5% mention an agent mid-text, ~10% span several lines, and each message goes
 to a random chat.
 
-Targets (from the issue): context build p95 <= 5 ms at 100k messages; batched ingest
+Targets (from the issues): context build p95 <= 15 ms with the recalled past and <= 5 ms without
+it at 100k messages; batched ingest
 >= 20,000 messages/s.
 
 Run
@@ -70,8 +72,6 @@ TARGET_CONTEXT_P95_MS = 5.0  # with the recalled past off (recalled_max_tokens=0
 TARGET_RECALLED_P95_MS = 15.0  # with it on, by default
 TARGET_BATCHED_MSGS_PER_S = 20_000
 WARMUP_BUILDS = 50
-#: The background indexer's interval while posting with builds (the default of `Settings`).
-INDEXER_INTERVAL = Settings().index_interval
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "context_bench.json"
 
 _VOCABULARY = (
@@ -209,25 +209,6 @@ def run_builds(
     return samples, shape
 
 
-def run_posts_with_builds(
-    world: World,
-    requests: Sequence[PostRequest],
-    agents: Sequence[str],
-    rng: random.Random,
-    recalled_max_tokens: int | None,
-) -> float:
-    """Post each message one by one, each followed by a context build of a random agent in its
-    chat (a live world: the build copies the new message into the index); messages/s of the
-    posts alone."""
-    posting = 0.0
-    for req in requests:
-        start = time.perf_counter()
-        world.post(req.sender, req.content, chat=req.chat_id)
-        posting += time.perf_counter() - start
-        world.agent(rng.choice(agents)).context(chat=req.chat_id, recalled_max_tokens=recalled_max_tokens)
-    return len(requests) / posting if posting else 0.0
-
-
 def _short_path(path: str) -> str:
     for marker in ("/src/", "/site-packages/", "/lib/python"):
         if marker in path:
@@ -318,12 +299,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile-batches", type=int, default=5, help="ingest batches run under cProfile (in a third world)"
     )
     parser.add_argument("--one-by-one", type=int, default=5000, help="messages posted one by one (fresh world)")
-    parser.add_argument(
-        "--posts-with-builds",
-        type=int,
-        default=300,
-        help="messages posted one by one, each followed by a context build, with the recalled past on and off",
-    )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument(
         "--db",
@@ -408,24 +383,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     samples_100, shape_100 = run_builds(
                         world, agents, chats, args.builds_history_100, build_rng, history_limit=100
                     )
-            # -- posting while contexts are built, recalled past on and off -----------------------
-            mixed: dict[str, float] = {}
-            if args.posts_with_builds > 0:
-                live = make_workload(2 * args.posts_with_builds, agents, humans, chats, rng).requests
-                # As a server runs: the background indexer (woken by each post) copies new
-                # messages into the search index, whether or not builds recall the past.
-                with (
-                    console.status("posting with context builds…"),
-                    Recall(db_path, replace(settings, index_interval=INDEXER_INTERVAL)) as served,
-                ):
-                    served_world = served.world(world.id)
-                    mixed["off_msgs_per_s"] = run_posts_with_builds(
-                        served_world, live[args.posts_with_builds :], agents, build_rng, 0
-                    )
-                    mixed["on_msgs_per_s"] = run_posts_with_builds(
-                        served_world, live[: args.posts_with_builds], agents, build_rng, None
-                    )
-                mixed["ratio_on_to_off"] = mixed["on_msgs_per_s"] / mixed["off_msgs_per_s"]
             # -- where the time goes ------------------------------------------------------------
             profiles: dict[str, Any] = {}
             if args.profile_builds > 0:
@@ -493,7 +450,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "context_build_ms_recalled_off": build_stats_off,
         "context_shape_recalled_off": shape_off,
         "recalled_on_to_off_p95": build_stats["p95"] / build_stats_off["p95"],
-        "posts_with_builds": mixed,
         "context_build_ms_history_100": build_stats_100,
         "context_shape": shape,
         "context_shape_history_100": shape_100,
@@ -596,12 +552,6 @@ def print_results(console: Console, r: dict[str, Any]) -> None:
         )
     console.print(builds)
     console.print(f"recalled past on ÷ off, context p95: {r['recalled_on_to_off_p95']:.2f}×")
-    mixed = r["posts_with_builds"]
-    if mixed:
-        console.print(
-            f"posting one by one, each post followed by a build: {mixed['on_msgs_per_s']:,.0f} msgs/s with the recalled"
-            f" past on, {mixed['off_msgs_per_s']:,.0f} off (ratio {mixed['ratio_on_to_off']:.2f})"
-        )
 
     note = "under cProfile, which inflates Python-heavy code"
     if "context_build" in r["profile"]:
