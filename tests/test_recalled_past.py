@@ -181,3 +181,17 @@ def test_a_follow_up_that_says_little_searches_the_recent_turns_too(store_locati
         # A question that names what it asks about is searched for on its own.
         named = w.post("maria", "@desk which spring purchase was painted?", chat="now", at=LATER)
         assert bike.id in recalled_ids(w.agent("desk").context(chat="now", message=named.id))
+
+
+def test_the_store_finds_the_turn_before_and_what_was_heard_only_in_the_world_asked(mem: Recall, world: World) -> None:
+    first = world.post("maria", "First.", chat="a", at=LONG_AGO)
+    world.post("maria", "Elsewhere.", chat="b", at=LONG_AGO)
+    second = world.post("maria", "Second.", chat="a", at=LATER)
+    other = mem.world("barn", create=True)
+    other.add_human("maria")
+    other.add_agent("desk")
+    there = [other.post("maria", "Hay.", chat="a"), other.post("maria", "Straw.", chat="a")]
+    store, key = mem.service.store, world.key
+    assert store.turns_before(key, [first.id, second.id, *(m.id for m in there)]) == {second.id: first.id}
+    heard = store.heard_among(key, "desk", [first.id, second.id, *(m.id for m in there)])
+    assert set(heard) == {first.id, second.id}

@@ -123,13 +123,15 @@ class SQLReads:
         found: dict[int, int] = {}
         for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
             one_of, params = self._one_of("m.id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+            # The world is checked on the rows: as a condition it led SQLite to walk the world's
+            # whole (world_id, chat_id, id) index instead of looking each id up.
             rows = self._read(
                 "SELECT m.id, (SELECT MAX(p.id) FROM messages p"
-                " WHERE p.world_id = m.world_id AND p.chat_id = m.chat_id AND p.id < m.id)"
-                f" FROM messages m WHERE {one_of} AND m.world_id = ?",
-                (*params, world_id),
+                " WHERE p.world_id = m.world_id AND p.chat_id = m.chat_id AND p.id < m.id), m.world_id"
+                f" FROM messages m WHERE {one_of}",
+                params,
             )
-            found.update({int(r[0]): int(r[1]) for r in rows if r[1] is not None})
+            found.update({int(r[0]): int(r[1]) for r in rows if r[1] is not None and r[2] == world_id})
         return found
 
     def list_facts_in(self, tenant: str, scopes: Sequence[str]) -> list[Fact]:
