@@ -317,3 +317,28 @@ def test_maintain_builds_graphs_and_a_server_beside_a_worker_keeps_only_its_copy
         assert [t.name for t in started] == ["recall-indexer"]
     assert not keeper.running  # stopped with the store
     assert not any(t.is_alive() for t in started)
+
+
+def test_keyword_scores_follow_rows_added_after_a_search() -> None:
+    # A term's weights are kept between searches: a new row (which moves the average length)
+    # must be scored as if nothing had been kept.
+    rows = [
+        replace(r, text=text, context="")
+        for r, text in zip(
+            _rows(np.random.default_rng(7), 3),
+            ["maria: my parcel", "bob: a parcel came late today", "ann: nothing here"],
+            strict=True,
+        )
+    ]
+    index = LocalIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=1)
+    first = dict(index.keyword(["parcel"], ALL, 10))
+    assert first.keys() == _bm25(rows, ["parcel"], ALL).keys()
+    assert dict(index.keyword(["parcel"], ALL, 10)) == first  # kept, the same
+    more = replace(rows[2], item_id=9, text="ann: the parcel, the parcel, at last the parcel!")
+    index.apply([(9, more)], synced=2)
+    found = dict(index.keyword(["parcel"], ALL, 10))
+    expected = _bm25([*rows, more], ["parcel"], ALL)
+    assert found.keys() == expected.keys() == {1, 2, 9}
+    for item, score in expected.items():
+        assert found[item] == pytest.approx(score, rel=1e-5)

@@ -123,11 +123,26 @@ class _Vocabulary:
 class _Postings:
     """The rows holding one term and its weighted count in each (appended in row order)."""
 
-    __slots__ = ("rows", "counts")
+    __slots__ = ("rows", "counts", "_weights", "_weighed")
 
     def __init__(self) -> None:
         self.rows = array("q")
         self.counts = array("f")
+        self._weights: NDArray[np.float32] | None = None
+        self._weighed: tuple[int, float] = (0, 0.0)
+
+    def weights(self, length: NDArray[Any], average: float) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """The rows, and each row's BM25 term-frequency weight (length-normalised against
+        `average`): kept until a row is added or the average length moves, so a term searched
+        again in a store that did not change costs one gather."""
+        rows = np.frombuffer(self.rows, dtype=np.int64)
+        if self._weights is None or self._weighed != (len(rows), average):
+            counts = np.frombuffer(self.counts, dtype=np.float32)
+            # Length normalisation of just the rows holding the term, not of the whole partition.
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * length[rows] / average)
+            self._weights = (counts * (BM25_K1 + 1) / (counts + norm)).astype(np.float32)
+            self._weighed = (len(rows), average)
+        return rows, self._weights
 
 
 class _Partition:
@@ -284,16 +299,13 @@ class _Partition:
             postings = self.terms.get(term)
             if postings is None:
                 continue
-            rows = np.frombuffer(postings.rows, dtype=np.int64)
-            counts = np.frombuffer(postings.counts, dtype=np.float32)
+            rows, weights = postings.weights(self.length, average)
             df = len(rows)
             if selective:
                 passing = keep[rows]
-                rows, counts = rows[passing], counts[passing]
+                rows, weights = rows[passing], weights[passing]
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
-            # Length normalisation of just the rows holding the term, not of the whole partition.
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * self.length[rows] / average)
-            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm)
+            scores[rows] += np.float32(idf) * weights
         found = np.flatnonzero(keep & (scores > 0))
         return self._best(found, scores[found], limit)
 
