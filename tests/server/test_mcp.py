@@ -70,6 +70,8 @@ async def test_stdio_tools(tmp_path: Path) -> None:
     db = tmp_path / "recall.db"
     with Recall(db, Settings()) as mem:
         make_world(mem)
+        old = mem.world("w").post("maria", "The invoice went to my office address in Lyon.", chat="spring")
+        mem.world("w").agent("agent-a").ack([old])  # answered back then
         first = mem.world("w").post("maria", "@agent-a where is my invoice?")
 
     params = StdioServerParameters(command=RECALL, args=["--db", str(db), "mcp", "--world", "w", "--agent", "agent-a"])
@@ -79,8 +81,13 @@ async def test_stdio_tools(tmp_path: Path) -> None:
         assert set(tools) == TOOLS
         assert "default 'w'" in json.dumps(tools["messages"].input_schema)
 
-        checked = ok(await session.call_tool("messages", {"action": "check", "mark_read": True}))
+        checked = ok(
+            await session.call_tool("messages", {"action": "check", "mark_read": True, "include_context": True})
+        )
         assert [m["id"] for m in checked["new_mentions"]] == [first.id]
+        # The recalled past comes with the context: the passage from another chat, with its rank.
+        assert "maria: The invoice went to my office address in Lyon." in checked["recalled"]["content"]
+        assert [p["rank"] for p in checked["recalled"]["passages"] if p["id"] == old.id][0] >= 1
 
         sent = ok(
             await session.call_tool(
@@ -94,7 +101,8 @@ async def test_stdio_tools(tmp_path: Path) -> None:
         assert {"role": "user", "content": "@agent-a where is my invoice?", "name": "maria"} in ctx["messages"]
         assert "report" in ctx
         anthropic = ok(await session.call_tool("context", {"format": "anthropic"}))
-        assert anthropic["system"] == "You are A."
+        # The recalled past is a system message: in the anthropic format, part of `system`.
+        assert anthropic["system"].startswith("You are A.\n\nSimilar past interactions that may be relevant:")
 
         item = ok(await session.call_tool("remember", {"key": "k", "value": {"n": [1, 2]}, "ttl": 60}))
         assert item["value"] == {"n": [1, 2]} and item["expires_at"] is not None
