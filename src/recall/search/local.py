@@ -266,7 +266,9 @@ class _Partition:
         n = self.size
         keep = self.alive[:n].copy()
         kinds = [_KIND_CODES[k] for k in f.kinds if k in _KIND_CODES]
-        if len(kinds) < len(_KIND_CODES):
+        if len(kinds) == 1:  # one kind (the recalled past's messages): a comparison, not a set look-up
+            keep &= self.kind[:n] == kinds[0]
+        elif len(kinds) < len(_KIND_CODES):
             keep &= np.isin(self.kind[:n], kinds)
         if f.owners is not None:
             keep &= np.isin(self.owner[:n], codes.known(f.owners))
@@ -305,7 +307,7 @@ class _Partition:
                 passing = keep[rows]
                 rows, weights = rows[passing], weights[passing]
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
-            scores[rows] += np.float32(idf) * weights
+            np.add.at(scores, rows, np.float32(idf) * weights)
         found = np.flatnonzero(keep & (scores > 0))
         return self._best(found, scores[found], limit)
 
