@@ -195,3 +195,21 @@ def test_the_store_finds_the_turn_before_and_what_was_heard_only_in_the_world_as
     assert store.turns_before(key, [first.id, second.id, *(m.id for m in there)]) == {second.id: first.id}
     heard = store.heard_among(key, "desk", [first.id, second.id, *(m.id for m in there)])
     assert set(heard) == {first.id, second.id}
+
+
+def test_relative_times_count_back_from_the_message_being_answered(mem: Recall, world: World) -> None:
+    # The same words twice (long enough to stand alone), months apart: only the time tells them apart.
+    said = "We painted the old garden fence green with the neighbours on a sunny weekend afternoon."
+    march = world.post("maria", said, chat="spring", at=LONG_AGO)  # 2025-03-01
+    june = world.post("maria", said, chat="summer", at=datetime(2025, 6, 3, tzinfo=UTC))
+    ask = world.post("maria", "@desk what did we paint last week?", chat="now", at=datetime(2025, 6, 8, tzinfo=UTC))
+    mem.refresh_index()
+    ctx = world.agent("desk").context(chat="now", message=ask.id)
+    scores = {i.id: i.score or {} for i in ctx.report.items if i.section == "recalled" and i.included}
+    assert scores.keys() == {march.id, june.id}
+    # "Last week" of 8 June 2025, not of today: the June passage is in it, the March one is not.
+    assert scores[june.id]["time"] > scores[march.id]["time"]
+    assert scores[june.id]["rank"] < scores[march.id]["rank"]
+    # Each passage carries its date for the model to reason about "when".
+    block = recalled(ctx)
+    assert "[2025-03-01, Saturday, chat spring]" in block and "[2025-06-03, Tuesday, chat summer]" in block

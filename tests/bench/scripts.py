@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -29,3 +30,33 @@ def locomo_turns(session: int, lines: list[tuple[str, str]]) -> list[dict[str, s
         {"speaker": speaker, "dia_id": f"D{session}:{number}", "text": text}
         for number, (speaker, text) in enumerate(lines, start=1)
     ]
+
+
+def alice_and_bob(bob_on_rex: str = "Good to hear. My dog Rex learned a new trick.") -> dict[str, Any]:
+    """A tiny LoCoMo conversation: Alice (speaker_a) and Bob, two sessions of four turns whose
+    words barely overlap, so each question's evidence is found by its own words. `bob_on_rex`
+    is turn D1:4."""
+    return {
+        "speaker_a": "Alice",
+        "speaker_b": "Bob",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": locomo_turns(
+            1,
+            [
+                ("Alice", "Hi Bob, I finally bought a saxophone last weekend."),
+                ("Bob", "Nice! I have been painting landscapes in the mountains."),
+                ("Alice", "My sister Clara is visiting from Lisbon next month."),
+                ("Bob", bob_on_rex),
+            ],
+        ),
+        "session_2_date_time": "10:37 am on 27 June, 2023",
+        "session_2": locomo_turns(
+            2,
+            [
+                ("Alice", "Clara arrived and we toured the old harbour together."),
+                ("Bob", "I sold my first painting at a gallery downtown."),
+                ("Alice", "I practiced saxophone every evening this week."),
+                ("Bob", "Rex and I went hiking by the lake."),
+            ],
+        ),
+    }

@@ -12,7 +12,7 @@ import pytest
 from recall import Recall, Settings
 from recall.core.tokens import TokenCounter
 from recall.importers import read_locomo
-from tests.bench.scripts import load_bench_script, locomo_turns
+from tests.bench.scripts import alice_and_bob, load_bench_script
 
 context_recall_eval = load_bench_script("context_recall_eval")
 locomo_eval = load_bench_script("locomo_eval")
@@ -26,30 +26,7 @@ BM25 = "bm25s"
 #: Two speakers, two sessions of four turns; Alice (speaker_a) is the agent asked.
 TINY_SAMPLE: dict[str, Any] = {
     "sample_id": "conv-tiny",
-    "conversation": {
-        "speaker_a": "Alice",
-        "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": locomo_turns(
-            1,
-            [
-                ("Alice", "Hi Bob, I finally bought a saxophone last weekend."),
-                ("Bob", "Nice! I have been painting landscapes in the mountains."),
-                ("Alice", "My sister Clara is visiting from Lisbon next month."),
-                ("Bob", "Good to hear.  My dog Rex\nlearned a new trick."),  # whitespace collapsed
-            ],
-        ),
-        "session_2_date_time": "10:37 am on 27 June, 2023",
-        "session_2": locomo_turns(
-            2,
-            [
-                ("Alice", "Clara arrived and we toured the old harbour together."),
-                ("Bob", "I sold my first painting at a gallery downtown."),
-                ("Alice", "I practiced saxophone every evening this week."),
-                ("Bob", "Rex and I went hiking by the lake."),
-            ],
-        ),
-    },
+    "conversation": alice_and_bob("Good to hear.  My dog Rex\nlearned a new trick."),  # whitespace collapsed
     # Each question shares its rare words with its evidence turns only (Lisbon, visiting; trick,
     # hiking; evening), so BM25 and the embedding model rank the evidence first.
     "qa": [

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from recall import Settings
-from tests.bench.scripts import load_bench_script, locomo_turns
+from tests.bench.scripts import alice_and_bob, load_bench_script
 
 locomo_eval = load_bench_script("locomo_eval")
 
@@ -19,30 +19,7 @@ locomo_eval = load_bench_script("locomo_eval")
 #: smallest cutoff, so the recall does not depend on how BM25 orders them.
 TINY_SAMPLE: dict[str, Any] = {
     "sample_id": "conv-tiny",
-    "conversation": {
-        "speaker_a": "Alice",
-        "speaker_b": "Bob",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": locomo_turns(
-            1,
-            [
-                ("Alice", "Hi Bob, I finally bought a saxophone last weekend."),
-                ("Bob", "Nice! I have been painting landscapes in the mountains."),
-                ("Alice", "My sister Clara is visiting from Lisbon next month."),
-                ("Bob", "Good to hear. My dog Rex learned a new trick."),
-            ],
-        ),
-        "session_2_date_time": "10:37 am on 27 June, 2023",
-        "session_2": locomo_turns(
-            2,
-            [
-                ("Alice", "Clara arrived and we toured the old harbour together."),
-                ("Bob", "I sold my first painting at a gallery downtown."),
-                ("Alice", "I practiced saxophone every evening this week."),
-                ("Bob", "Rex and I went hiking by the lake."),
-            ],
-        ),
-    },
+    "conversation": alice_and_bob(),
     "qa": [
         # Matches only D1:1 ("bought"): its one evidence turn is found → 1.0 at every k.
         {"question": "Which instrument was bought?", "answer": "saxophone", "evidence": ["D1:1"], "category": 4},
