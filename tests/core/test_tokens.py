@@ -79,3 +79,41 @@ def test_unknown_encoding_is_invalid_input() -> None:
 )
 def test_encoding_for_model(model: str, expected: str) -> None:
     assert encoding_for_model(model) == expected
+
+
+_PIECES = [
+    *"abcXYZ019 .,!?:;'\"/\\-_()[]<>&@#\t\r",
+    "é",
+    "日本",
+    "😀",
+    "\u00a0",
+    "'s",
+    "'ll",
+    "...",
+    "—",
+    "<|endoftext|>",
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_lines_count_as_their_joined_text(name: str) -> None:
+    """The recalled past is counted line by line: the sum must be the joined text's count,
+    also where a line begins with white space or `/` (there a line break joins the next line)."""
+    import random
+
+    counter = TokenCounter(name)
+    rng = random.Random(7)
+    for _ in range(3000):
+        lines = ["".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 10))) for _ in range(rng.randint(1, 5))]
+        assert counter.count_lines(lines) == counter.count("\n".join(lines)), lines
+    assert counter.count_lines([]) == 0
+    # The cases the line-by-line sum alone gets wrong.
+    for lines in (["ok!", "/path"], ["a", " b"], ["x", "", "y"], ["done.", "\tz"]):
+        assert counter.count_lines(lines) == counter.count("\n".join(lines))
+
+
+def test_long_texts_are_counted_too() -> None:
+    counter = TokenCounter("o200k_base")
+    text = "word " * (tokens.COUNT_CACHE_MAX_CHARS // 2)
+    assert counter.count(text) == len(tokens.encoding("o200k_base").encode(text)) > 400
+    assert counter.count(text[:19]) == counter.count(text[:19]) == 4  # the second from the cache

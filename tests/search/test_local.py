@@ -342,3 +342,24 @@ def test_keyword_scores_follow_rows_added_after_a_search() -> None:
     assert found.keys() == expected.keys() == {1, 2, 9}
     for item, score in expected.items():
         assert found[item] == pytest.approx(score, rel=1e-5)
+
+
+def test_the_best_scores_are_picked_exactly_with_ties_in_row_order() -> None:
+    """The narrowing by a sample never changes which rows are the best: the same as a full
+    sort by (score desc, row asc), for many scores and few, distinct and tied."""
+    rng = np.random.default_rng(3)
+    for trial in range(400):
+        n = int(rng.integers(1, 60_000))
+        limit = int(rng.integers(1, min(n, 500) + 1))
+        scores = (
+            rng.integers(0, int(rng.integers(1, 40)), n).astype(np.float32)
+            if trial % 2
+            else rng.random(n, dtype=np.float32)
+        )
+        expected = np.sort(np.lexsort((np.arange(n), -scores))[:limit])
+        assert np.array_equal(local_module.best_positions(scores, limit), expected)
+    # A sample whose bound lets fewer than `limit` through: the whole selection decides.
+    scores = np.zeros(16_000, dtype=np.float32)
+    scores[np.arange(15) * 20] = 10.0
+    expected = np.sort(np.lexsort((np.arange(16_000), -scores))[:100])
+    assert np.array_equal(local_module.best_positions(scores, 100), expected)

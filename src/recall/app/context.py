@@ -4,7 +4,7 @@ the facts block, relevant long-term memories, the recalled past, observations.""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
@@ -122,7 +122,7 @@ class Contexts:
             agent=agent,
             chat_id=chat,
             system_prompt=build_system_prompt(agent, channel),
-            memory=self.store.iter_heard(world.key, agent.id, chat),
+            memory=self._memory(world.key, agent.id, chat, recent),
             history_limit=depth,
             incoming_limit=max(self.settings.incoming_limit, 1),
             max_tokens=budget,
@@ -139,6 +139,13 @@ class Contexts:
         settings = self.recall_settings(agent, recalled_max_tokens)
         recalled = self._recall_request(world, agent, chat, scan, recent, settings)
         return build_context(replace(request, recalled=recalled), scan)
+
+    def _memory(self, world_key: str, agent_id: str, chat: str | None, recent: list[Message]) -> Iterator[Message]:
+        """What the agent heard in the chat, newest first: the recent messages already read,
+        then the rest, read on only as far as the scan goes."""
+        yield from recent
+        if len(recent) == RECENT_SCAN:
+            yield from self.store.iter_heard(world_key, agent_id, chat, before=recent[-1].id)
 
     def recalled_past(
         self, world_id: str, agent_id: str, chat_id: str | None, message_id: int | None, history_limit: int

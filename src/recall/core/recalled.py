@@ -131,9 +131,9 @@ def _line(turn: _Turn) -> str:
     return f"{who}: {turn.text}"
 
 
-def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
-    """The block: a `[date(, chat)]` line once per group, the groups in the order of their
-    oldest turn, each group's turns oldest first (the packing counted each label once)."""
+def _render(turns: Sequence[_Turn], chat_id: str | None) -> list[str]:
+    """The block's lines: a `[date(, chat)]` line once per group, the groups in the order of
+    their oldest turn, each group's turns oldest first (the packing counted each label once)."""
     groups: dict[str, list[_Turn]] = {}
     for turn in sorted(turns, key=lambda t: (t.message.created_at, t.message.id)):
         groups.setdefault(_group(turn.message, chat_id), []).append(turn)
@@ -141,20 +141,42 @@ def _render(turns: Sequence[_Turn], chat_id: str | None) -> str:
     for label, members in groups.items():
         lines.append(label)
         lines.extend(_line(turn) for turn in members)
-    return "\n".join(lines)
+    return lines
 
 
-def _turn(req: RecallRequest, counter: TokenCounter, message: Message, neighbour_of: int | None = None) -> _Turn:
-    # Captions of shared images are part of what was said (as the search indexes them).
-    text = with_caption(message.content, message.metadata)
-    # Most messages are short: their whole line is counted once, and only a longer one is cut.
-    whole = _Turn(message, escape(" ".join(text.split())), False, 0, neighbour_of)
-    tokens = counter.count(_line(whole))
-    if tokens - counter.count(f"{message.sender}:") <= req.settings.excerpt_tokens:
-        return replace(whole, tokens=tokens + 1)
-    cut = excerpt(text, req.terms, req.words, counter, req.settings.excerpt_tokens)
-    turn = _Turn(message, escape(cut.text), cut.cut, 0, neighbour_of)
-    return replace(turn, tokens=counter.count(_line(turn)) + 1)
+class _Lines:
+    """Renders and counts the turns of one packing, each with the line break after it (as
+    `TokenCounter.count_lines` adds the block up; each speaker's `name:` counted once)."""
+
+    def __init__(self, req: RecallRequest, counter: TokenCounter) -> None:
+        self.req = req
+        self.counter = counter
+        self._speakers: dict[str, int] = {}
+
+    def turn(self, message: Message, neighbour_of: int | None = None) -> _Turn:
+        # Captions of shared images are part of what was said (as the search indexes them).
+        text = with_caption(message.content, message.metadata)
+        # Most messages are short: their whole line is counted once, and only a longer one is cut.
+        whole = escape(" ".join(text.split()))
+        tokens = self.counter.count(f"{message.sender}: {whole}\n")
+        if tokens - self._speaker(message.sender) - 1 <= self.req.settings.excerpt_tokens:
+            return _Turn(message, whole, False, tokens, neighbour_of)
+        cut = excerpt(text, self.req.terms, self.req.words, self.counter, self.req.settings.excerpt_tokens)
+        turn = _Turn(message, escape(cut.text), cut.cut, 0, neighbour_of)
+        return replace(turn, tokens=self.counter.count(f"{_line(turn)}\n"))
+
+    def shorter_than(self, turn: _Turn, tokens: int) -> bool:
+        """Whether the turn's line, without its line break, has fewer than `tokens` tokens (its
+        count with the break is one more, or the same where the break joins a final `.`)."""
+        if turn.tokens != tokens:
+            return turn.tokens < tokens
+        return self.counter.count(_line(turn)) < tokens
+
+    def _speaker(self, sender: str) -> int:
+        found = self._speakers.get(sender)
+        if found is None:
+            found = self._speakers[sender] = self.counter.count(f"{sender}:")
+        return found
 
 
 def pack_recalled(
@@ -178,12 +200,15 @@ def pack_recalled(
     room = min(room, s.max_tokens)
     best = max((c.score for c in req.candidates), default=0.0)
     floor = s.cutoff * best
-    # The header and the message's own overhead, then a [date] line per new group.
-    used = counter.message("system", HEADER)
+    # The message's own overhead and the header, then a [date] line per new group; each line
+    # with its line break.
+    overhead = counter.message("system", "")
+    used = overhead + counter.count(f"{HEADER}\n")
     groups: set[str] = set()
     turns: list[_Turn] = []
     taken: set[int] = set()
     picked: list[tuple[RecallCandidate, list[_Turn]]] = []
+    render = _Lines(req, counter)
 
     def out(c: RecallCandidate, reason: str) -> None:
         m = c.message
@@ -208,16 +233,16 @@ def pack_recalled(
         if room - used < MIN_LINE_TOKENS:  # full: no need to cut and count the rest
             out(c, "over-budget")
             continue
-        lines = [_turn(req, counter, m)]
+        lines = [render.turn(m)]
         before = c.before
         if (
             before is not None
-            and lines[0].tokens <= s.neighbour_tokens
+            and render.shorter_than(lines[0], s.neighbour_tokens)
             and before.id not in shown
             and before.id not in taken
             and before.id not in hidden
         ):
-            lines.insert(0, _turn(req, counter, before, neighbour_of=m.id))
+            lines.insert(0, render.turn(before, neighbour_of=m.id))
         cost = 0
         new_groups = set()
         for line in lines:
@@ -225,7 +250,7 @@ def pack_recalled(
             label = _group(line.message, chat_id)
             if label not in groups and label not in new_groups:
                 new_groups.add(label)
-                cost += counter.count(label) + 1
+                cost += counter.count(f"{label}\n")
         if used + cost > room:
             out(c, "over-budget")
             continue
@@ -237,11 +262,13 @@ def pack_recalled(
 
     if not turns:
         return Recalled(None, items, notes)
-    # Lines were counted one by one; the block is counted whole, and the weakest passages go
-    # while it does not fit (token merges across lines rarely make it larger).
+    # The block's count is its lines' (its last without a line break), so it fits; should a
+    # line begin where that does not hold, it is counted whole, and the weakest passages go
+    # while it does not fit.
     while True:
-        content = _render(turns, chat_id)
-        tokens = counter.message("system", content)
+        rendered = _render(turns, chat_id)
+        content = "\n".join(rendered)
+        tokens = overhead + counter.count_lines(rendered)
         if tokens <= room or not picked:
             break
         _, dropped = picked.pop()

@@ -12,8 +12,8 @@ import gzip
 import hashlib
 import importlib.util
 import json
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -122,17 +122,59 @@ def context_window(model: str) -> int:
     return 128_000
 
 
+#: Counts of short texts are remembered, per encoding: a chat's context is built again at every
+#: turn, and its history lines and recalled passages are mostly the ones counted last time.
+COUNT_CACHE_SIZE = 32_768
+COUNT_CACHE_MAX_CHARS = 1_000
+
+
+@cache
+def _cached_count(encoding_name: str) -> Callable[[str], int]:
+    enc = encoding(encoding_name)
+
+    @lru_cache(maxsize=COUNT_CACHE_SIZE)
+    def count(text: str) -> int:
+        return _count(enc, text)
+
+    return count
+
+
+def _count(enc: tiktoken.Encoding, text: str) -> int:
+    # disallowed_special=() counts stored text that looks like a special token as ordinary
+    # text, which is what the model will see.
+    return len(enc.encode(text, disallowed_special=()))
+
+
+def _starts_a_piece(line: str) -> bool:
+    """Whether no piece of the encodings' pre-split can reach into `line` from a line break
+    before it: a piece holding a line break goes on only through more white space (or, in
+    o200k_base, a `/` after punctuation)."""
+    return bool(line) and not line[0].isspace() and line[0] != "/"
+
+
 class TokenCounter:
     """Counts text and chat messages exactly for one encoding."""
 
     def __init__(self, encoding_name: str) -> None:
         self.name = encoding_name
         self._enc = encoding(encoding_name)
+        self._cached = _cached_count(encoding_name)
 
     def count(self, text: str) -> int:
-        # disallowed_special=() counts stored text that looks like a special token as
-        # ordinary text, which is what the model will see.
-        return len(self._enc.encode(text, disallowed_special=()))
+        return self._cached(text) if len(text) <= COUNT_CACHE_MAX_CHARS else _count(self._enc, text)
+
+    def count_lines(self, lines: Sequence[str]) -> int:
+        """Tokens of `lines` joined by line breaks, exactly as `count` of the joined text, from
+        each line's own (remembered) count. Both encodings pre-split text with a pattern and
+        merge pairs only inside a piece, so a count is the sum of its pieces'; a line break
+        joins the piece before it (`!\n` is one piece) and, when the next line begins with
+        neither white space nor `/`, ends it. So each line but the last is counted with its
+        line break. A block of recalled passages is thus counted without encoding it again."""
+        if not lines:
+            return 0
+        if not all(_starts_a_piece(line) for line in lines[1:]):
+            return self.count("\n".join(lines))
+        return sum(self.count(f"{line}\n") for line in lines[:-1]) + self.count(lines[-1])
 
     def message(self, role: str, content: str, name: str | None = None, extra: Mapping[str, Any] | None = None) -> int:
         """Tokens of one chat message. `extra` fields (`tool_calls`, `tool_call_id`) are counted
