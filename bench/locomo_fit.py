@@ -67,7 +67,7 @@ def main() -> int:
                 keyword, vector, neighbours = index.candidates(
                     str(qa["question"]), tenant=world.tenant, space=world.id, kinds=("message",), k=SEARCH_DEPTH
                 )
-                message_of = {row[0]: row[2] for row in (*keyword, *vector)}
+                message_of = {c.id: c.source_id for c in (*keyword, *vector)}
                 periods = named_periods(str(qa["question"]), asked)
                 for item, values in features(str(qa["question"]), keyword, vector, neighbours, None, periods).items():
                     rows.append(values)

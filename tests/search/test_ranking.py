@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
+from recall.search.base import Candidate
 from recall.search.ranking import FEATURES, TIME_SCALE_DAYS, features, rank
 from recall.search.when import named_periods
 
 
 def _row(
     item: int, text: str, score: float, sender: str | None = "maria", kind: str = "message", at: float = 1_700_000_000.0
-) -> tuple[Any, ...]:
-    """A search row: the ten item columns, then the score (lower is better)."""
-    return (item, kind, item * 10, text, "w", "", None, sender, at, None, score)
+) -> Candidate:
+    """A search's candidate: item `item` of source `item` × 10, its score (lower is better)."""
+    return Candidate(item, kind, item * 10, sender, at, len(text), score)
 
 
 def test_features_of_candidates_found_by_one_method_or_both() -> None:

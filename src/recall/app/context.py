@@ -38,7 +38,7 @@ from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
 
 if TYPE_CHECKING:
-    from recall.search.base import SearchHit
+    from recall.search.base import Ranked
     from recall.search.index import SearchIndex
 
 LONG_TERM_HEADER = "Relevant context from past interactions:"
@@ -226,9 +226,10 @@ class Contexts:
         # Relative times ("last week") count back from when the newest message was written.
         now = incoming[-1].created_at if incoming else (recent[0].created_at if recent else None)
         scope = agent.recalled_scope or self.settings.recalled_scope
-        best: dict[int, tuple[float, SearchHit]] = {}
+        best: dict[int, tuple[float, Ranked]] = {}
         for query, weight in queries:
-            hits = self.index.search(
+            # Ranked, not searched: the messages are read below, the index's copies never.
+            hits = self.index.ranked(
                 query,
                 tenant=world.tenant,
                 space=world.id,

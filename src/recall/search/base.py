@@ -6,9 +6,10 @@ The index (`index.SearchIndex`) is written once over these: validation, paging, 
 embedding-model bookkeeping and the catch-up logic. A backend (`sqlite.py`, `postgres.py`)
 holds only the SQL that genuinely differs: its full-text engine and its vector store.
 
-Every backend returns search rows of one shape: the ten columns of `ITEM_COLUMNS` (the row's
-id first), then one score column (lower is better: a negated keyword rank, or a cosine
-distance).
+A backend's search returns `Candidate`s: what ranking reads of an item and one score (lower is
+better: a negated keyword rank, or a cosine distance). The index ranks them (`Ranked`) and reads
+the whole rows (`ITEM_COLUMNS`) of only the hits it returns; a caller that needs no text (the
+recalled past, which reads the messages themselves) reads none.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ MAX_QUERY_TERMS = 64
 #: The columns of `search_items s` every search row starts with.
 ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, s.sender, s.created_at, s.importance"
 
+#: The columns of `search_items s` a `Candidate` is made of (its score follows).
+CANDIDATE_COLUMNS = "s.id, s.kind, s.source_id, s.sender, s.created_at, length(s.text)"
+
 #: Words as the keyword engines split them (PostgreSQL's full text, the SQLite copy in memory,
 #: `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
 #: text can be read as query syntax.
@@ -84,6 +88,35 @@ class ItemRow(NamedTuple):
     text: str
     #: The indexed text of the turn before a message in its chat ('' for everything else).
     context: str = ""
+
+
+class Candidate(NamedTuple):
+    """An item a search found, as ranking reads it, with that search's score (lower is better)."""
+
+    id: int
+    kind: str
+    source_id: int
+    sender: str | None
+    created_at: float
+    #: Characters of its indexed text.
+    chars: int
+    score: float
+
+
+class Ranked(NamedTuple):
+    """An item's place in a search's answer, before its row is read: its score (higher is
+    better) and what `SearchHit` reports of how it was found."""
+
+    id: int
+    kind: str
+    source_id: int
+    score: float
+    method: Method
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    similarity: float | None = None
+    keyword_score: float | None = None
+    time_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -191,13 +224,13 @@ class SearchBackend(Protocol):
         background work calls it, never a search); how much was done (0: nothing)."""
         ...
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
-        """Search rows of the best full-text matches of any of `terms` (not empty), best first."""
+    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
+        """The best full-text matches of any of `terms` (not empty), best first."""
         ...
 
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Any]:
-        """Search rows of the `limit` nearest embedded items that pass the filters (every one
-        that does, if fewer), nearest first."""
+    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+        """The `limit` nearest embedded items that pass the filters (every one that does, if
+        fewer), nearest first."""
         ...
 
 
@@ -256,22 +289,12 @@ def similarity(distance: float) -> float:
     return min(1.0, max(0.0, 1.0 - float(distance))) if math.isfinite(distance) else 0.0
 
 
-def hit(
-    row: Sequence[Any],
-    method: Method,
-    score: float,
-    *,
-    bm25_rank: int | None = None,
-    vector_rank: int | None = None,
-    similarity: float | None = None,
-    keyword_score: float | None = None,
-    time_score: float | None = None,
-) -> SearchHit:
-    """The hit of a search row."""
+def hit(row: Sequence[Any], found: Ranked) -> SearchHit:
+    """The hit of a ranked item, from its row (`ITEM_COLUMNS`)."""
     return SearchHit(
         kind=row[1],
         source_id=row[2],
-        score=float(score),
+        score=float(found.score),
         text=row[3],
         space=row[4],
         owner=row[5],
@@ -279,10 +302,10 @@ def hit(
         sender=row[7],
         created_at=datetime.fromtimestamp(row[8], tz=UTC),
         importance=row[9],
-        method=method,
-        bm25_rank=bm25_rank,
-        vector_rank=vector_rank,
-        similarity=similarity,
-        keyword_score=keyword_score,
-        time_score=time_score,
+        method=found.method,
+        bm25_rank=found.bm25_rank,
+        vector_rank=found.vector_rank,
+        similarity=found.similarity,
+        keyword_score=found.keyword_score,
+        time_score=found.time_score,
     )

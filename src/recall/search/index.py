@@ -22,13 +22,16 @@ import numpy as np
 
 from recall.errors import InvalidInputError
 from recall.search.base import (
+    ITEM_COLUMNS,
     KINDS,
     MAX_PARAMS,
     MESSAGE_BATCH,
+    Candidate,
     Filters,
     IndexItem,
     ItemRow,
     Method,
+    Ranked,
     SearchBackend,
     SearchHit,
     hit,
@@ -331,6 +334,50 @@ class SearchIndex:
         the query names; `now` is when relative ones ("last week") count back from (default:
         the current time).
         """
+        found = self.ranked(
+            query,
+            tenant=tenant,
+            space=space,
+            kinds=kinds,
+            k=k,
+            method=method,
+            owners=owners,
+            chat_id=chat_id,
+            sender=sender,
+            since=since,
+            until=until,
+            min_importance=min_importance,
+            now=now,
+        )
+        if not found:
+            return []
+        ids = [r.id for r in found]
+        # An item deleted by another process since the search is left out.
+        rows = {
+            row[0]: row
+            for row in self._read(f"SELECT {ITEM_COLUMNS} FROM search_items s WHERE s.id IN ({marks(ids)})", ids)
+        }
+        return [hit(rows[r.id], r) for r in found if r.id in rows]
+
+    def ranked(
+        self,
+        query: str,
+        *,
+        tenant: str,
+        space: str,
+        kinds: Sequence[str] = KINDS,
+        k: int = 10,
+        method: Method = "hybrid",
+        owners: Sequence[str] | None = None,
+        chat_id: str | None = None,
+        sender: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_importance: int | None = None,
+        now: datetime | None = None,
+    ) -> list[Ranked]:
+        """What `search` answers, before the items' rows are read: their ids, source ids and
+        scores, best first. For a caller that reads the sources itself (the recalled past)."""
         check_query(query, k, method)
         filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
         if not query.strip() or filters.owners == ():
@@ -338,13 +385,21 @@ class SearchIndex:
         ran: Method = method if self.embedder is not None else "bm25"
         if ran == "bm25":
             return [
-                hit(row, ran, -row[10], bm25_rank=place)
-                for place, row in enumerate(self._keyword(query, filters, k), 1)
+                Ranked(c.id, c.kind, c.source_id, -c.score, ran, bm25_rank=place)
+                for place, c in enumerate(self._keyword(query, filters, k), 1)
             ]
         if ran == "vector":
             return [
-                hit(row, ran, similarity(row[10]), vector_rank=place, similarity=similarity(row[10]))
-                for place, row in enumerate(self._vector(query, filters, k), 1)
+                Ranked(
+                    c.id,
+                    c.kind,
+                    c.source_id,
+                    similarity(c.score),
+                    ran,
+                    vector_rank=place,
+                    similarity=similarity(c.score),
+                )
+                for place, c in enumerate(self._vector(query, filters, k), 1)
             ]
         keyword, vector, neighbours = self._candidates(query, filters, k)
         unembedded = self._unembedded(query, keyword, vector)
@@ -352,8 +407,8 @@ class SearchIndex:
 
     def candidates(
         self, query: str, *, tenant: str, space: str, kinds: Sequence[str] = KINDS, k: int = 10
-    ) -> tuple[list[Any], list[Any], dict[int, tuple[int | None, int | None]]]:
-        """What a hybrid search for `k` hits ranks: each method's search rows, best first, and
+    ) -> tuple[list[Candidate], list[Candidate], dict[int, tuple[int | None, int | None]]]:
+        """What a hybrid search for `k` hits ranks: each method's candidates, best first, and
         the neighbours among them (`ranking.features` says what is made of them). For fitting
         and explaining the ranking (bench/locomo_fit.py)."""
         check_query(query, k, "hybrid")
@@ -361,20 +416,18 @@ class SearchIndex:
 
     def _candidates(
         self, query: str, filters: Filters, k: int
-    ) -> tuple[list[Any], list[Any], dict[int, tuple[int | None, int | None]]]:
+    ) -> tuple[list[Candidate], list[Candidate], dict[int, tuple[int | None, int | None]]]:
         depth = hybrid_depth(k)
         keyword, vector = self._keyword(query, filters, depth), self._vector(query, filters, depth)
         return keyword, vector, self._neighbours([*keyword, *vector])
 
-    def _unembedded(
-        self, query: str, keyword: Sequence[Sequence[Any]], vector: Sequence[Sequence[Any]]
-    ) -> dict[int, float]:
+    def _unembedded(self, query: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]) -> dict[int, float]:
         """The similarity to the query of keyword candidates not embedded yet (recent posts),
         embedded now: at most UNEMBEDDED_MAX, the best-ranked first."""
         if self.embedder is None or not vector:
             return {}
-        found = {row[0] for row in vector}
-        ids = [row[0] for row in keyword if row[0] not in found]
+        found = {c.id for c in vector}
+        ids = [c.id for c in keyword if c.id not in found]
         if not ids:
             return {}
         rows = self._read(
@@ -388,10 +441,10 @@ class SearchIndex:
         query_vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
         return {int(r[0]): similarity(1.0 - float(v @ query_vector)) for r, v in zip(rows, vectors, strict=True)}
 
-    def _neighbours(self, rows: Sequence[Sequence[Any]]) -> dict[int, tuple[int | None, int | None]]:
-        """For each message among the search rows, the rows of the messages just before and after
-        it in its chat (None where that message is not among the rows)."""
-        by_message = {int(row[2]): int(row[0]) for row in rows if row[1] == "message"}
+    def _neighbours(self, candidates: Sequence[Candidate]) -> dict[int, tuple[int | None, int | None]]:
+        """For each message among the candidates, the items of the messages just before and
+        after it in its chat (None where that message is not among them)."""
+        by_message = {int(c.source_id): int(c.id) for c in candidates if c.kind == "message"}
         ids = list(by_message)[:MAX_PARAMS]
         if not ids:
             return {}
@@ -410,11 +463,11 @@ class SearchIndex:
             for m, before, after in found
         }
 
-    def _keyword(self, query: str, filters: Filters, limit: int) -> list[Any]:
+    def _keyword(self, query: str, filters: Filters, limit: int) -> list[Candidate]:
         terms = query_terms(query)
         return self._backend.keyword(terms, filters, limit) if terms else []
 
-    def _vector(self, query: str, filters: Filters, limit: int) -> list[Any]:
+    def _vector(self, query: str, filters: Filters, limit: int) -> list[Candidate]:
         if self.embedder is None:
             return []
         if not self._vec_ready:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from recall.search.base import CONTEXT_WEIGHT, WORD, Filters
+from recall.search.base import CONTEXT_WEIGHT, WORD, Candidate, Filters
 
 if TYPE_CHECKING:
     from usearch.index import Index
@@ -66,6 +66,7 @@ SAMPLE_PER_LIMIT = 8
 _GROWTH = 1024
 
 _KIND_CODES = {"message": 0, "memory": 1, "fact": 2}
+_KINDS = tuple(_KIND_CODES)
 
 
 @lru_cache(maxsize=1)
@@ -123,6 +124,8 @@ class LocalRow:
     text: str
     context: str
     vector: NDArray[np.float32] | None
+    #: The id of what it was made from (message, memory or fact).
+    source_id: int = 0
 
 
 class _Vocabulary:
@@ -130,12 +133,17 @@ class _Vocabulary:
 
     def __init__(self) -> None:
         self._codes: dict[str, int] = {}
+        self._values: list[str] = []
 
     def code(self, value: str) -> int:
         found = self._codes.get(value)
         if found is None:
             found = self._codes[value] = len(self._codes)
+            self._values.append(value)
         return found
+
+    def value(self, code: int) -> str:
+        return self._values[code]
 
     def known(self, values: Iterable[str]) -> list[int]:
         """The codes of the values seen so far (a value never seen matches no row)."""
@@ -182,6 +190,9 @@ class _Partition:
         self.sender = np.zeros(0, dtype=np.int32)
         self.importance = np.zeros(0, dtype=np.int32)
         self.created = np.zeros(0, dtype=np.float64)
+        self.source = np.zeros(0, dtype=np.int64)
+        #: Characters of each item's text (a ranking feature).
+        self.chars = np.zeros(0, dtype=np.int32)
         self.length = np.zeros(0, dtype=np.float32)
         self.total_length = 0.0
         self.terms: dict[str, _Postings] = {}
@@ -211,6 +222,8 @@ class _Partition:
         self.sender[at] = codes.code(row.sender or "")
         self.importance[at] = -1 if row.importance is None else row.importance
         self.created[at] = row.created_at
+        self.source[at] = row.source_id
+        self.chars[at] = len(row.text)
         counts: dict[str, float] = {term: float(n) for term, n in Counter(words(row.text)).items()}
         length = float(sum(counts.values()))
         if row.context:
@@ -277,7 +290,20 @@ class _Partition:
             bigger[: self.size] = old[: self.size]
             return bigger
 
-        for name in ("ids", "alive", "kind", "owner", "chat", "sender", "importance", "created", "length", "matrix"):
+        names = (
+            "ids",
+            "alive",
+            "kind",
+            "owner",
+            "chat",
+            "sender",
+            "importance",
+            "created",
+            "source",
+            "chars",
+            "length",
+        )
+        for name in (*names, "matrix"):
             setattr(self, name, grown(getattr(self, name)))
         self.has_vector, self.in_graph = grown(self.has_vector), grown(self.in_graph)
 
@@ -431,6 +457,31 @@ class LocalIndex:
                 return []
             keep = partition.mask(filters, self._codes)
             return partition.nearest(np.asarray(query, dtype=np.float32), keep, limit)
+
+    def candidates(self, filters: Filters, found: Sequence[tuple[int, float]]) -> list[Candidate]:
+        """The items of a search of this partition (`keyword`, `nearest`) as ranking reads them,
+        with their scores (negated for keyword: lower is better); an item removed since is left
+        out."""
+        key = (filters.tenant, filters.space.lower())
+        with self._lock:
+            partition = self._partitions.get(key)
+            if partition is None:
+                return []
+            places = [(item, self._where.get(item), score) for item, score in found]
+            kept = [(item, place[1], score) for item, place, score in places if place is not None and place[0] == key]
+            rows = np.asarray([row for _, row, _ in kept], dtype=np.int64)
+            columns = zip(
+                partition.kind[rows].tolist(),
+                partition.source[rows].tolist(),
+                partition.sender[rows].tolist(),
+                partition.created[rows].tolist(),
+                partition.chars[rows].tolist(),
+                strict=True,
+            )
+            return [
+                Candidate(item, _KINDS[kind], source, self._codes.value(sender) or None, created, chars, score)
+                for (item, _, score), (kind, source, sender, created, chars) in zip(kept, columns, strict=True)
+            ]
 
     def build_graphs(self) -> int:
         """Build or extend the HNSW graph of every partition with enough vectors; how many rows

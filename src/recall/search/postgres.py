@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from recall.search.base import CONTEXT_WEIGHT, ITEM_COLUMNS, Filters, ItemRow, query_terms, where_clause
+from recall.search.base import CANDIDATE_COLUMNS, CONTEXT_WEIGHT, Candidate, Filters, ItemRow, query_terms, where_clause
 
 if TYPE_CHECKING:
     from recall.store.postgres import PostgresStore
@@ -110,20 +110,21 @@ class PostgresSearch:
         """Nothing to do: pgvector's HNSW index is kept by the database."""
         return 0
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
-        """Search rows scored by minus ts_rank (lower is better, as SQLite's bm25())."""
+    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
+        """Candidates scored by minus ts_rank (lower is better, as SQLite's bm25())."""
         where, params = where_clause(filters)
-        return self.store._read(
+        rows = self.store._read(
             self.sql(
-                f"SELECT {ITEM_COLUMNS}, -ts_rank(?::float4[], s.tsv, q) AS rank"
+                f"SELECT {CANDIDATE_COLUMNS}, -ts_rank(?::float4[], s.tsv, q) AS rank"
                 " FROM search_items s, to_tsquery('english', ?) q"
                 f" WHERE s.tsv @@ q AND {where} ORDER BY rank, s.id LIMIT ?"
             ),
             (_RANK_WEIGHTS, " | ".join(terms), *params, limit),
         )
+        return [Candidate(*row) for row in rows]
 
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Any]:
-        """Search rows scored by the cosine distance.
+    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+        """Candidates scored by the cosine distance.
 
         An HNSW scan yields its `ef_search` nearest candidates and the filters apply after it,
         so on its own it returns fewer than `limit` rows (or none) when few items pass them.
@@ -137,11 +138,12 @@ class PostgresSearch:
         text = _vector_text(vector)
         with self.store._write() as db:  # SET LOCAL needs a transaction
             exact_up_to = max(EXACT_SCAN_MAX, limit)
+            rows: list[Any] = []
             if _count_up_to(db, where, params, exact_up_to + 1) > exact_up_to:
                 rows = self._walk_graph(db, text, where, params, limit)
-                if len(rows) == limit:
-                    return rows
-            return _exact_nearest(db, text, where, params, limit)
+            if len(rows) != limit:
+                rows = _exact_nearest(db, text, where, params, limit)
+        return [Candidate(*row) for row in rows]
 
     def _walk_graph(self, db: Any, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
         """The nearest matching rows by the HNSW index (the planner may still choose another plan)."""
@@ -158,8 +160,8 @@ class PostgresSearch:
 
 
 def _distances(where: str) -> str:
-    """The search rows of the items passing `where`, scored by their distance to a vector."""
-    return f"SELECT {ITEM_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s WHERE {where}"
+    """The candidates passing `where`, scored by their distance to a vector."""
+    return f"SELECT {CANDIDATE_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s WHERE {where}"
 
 
 def _fetch(db: Any, statement: str, vector: str, params: Sequence[Any], limit: int) -> list[Any]:

@@ -29,11 +29,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
-from recall.search.base import SearchHit, hit, similarity
+from recall.search.base import Candidate, Ranked, similarity
 from recall.search.when import Period, days_apart
 
 #: Candidates each method contributes to a hybrid search for `k` hits: four times `k` (the
@@ -71,36 +70,36 @@ def hybrid_depth(k: int) -> int:
 
 def features(
     query: str,
-    keyword: Sequence[Sequence[Any]],
-    vector: Sequence[Sequence[Any]],
+    keyword: Sequence[Candidate],
+    vector: Sequence[Candidate],
     neighbours: Mapping[int, tuple[int | None, int | None]],
     unembedded: Mapping[int, float] | None = None,
     periods: Sequence[Period] = (),
 ) -> dict[int, list[float]]:
-    """Each candidate's features (in `FEATURES` order), by search-row id. `keyword` and
-    `vector` are each method's search rows, best first (score column: lower is better);
-    `neighbours` gives a message's row the ids of the rows of the messages before and after it
+    """Each candidate's features (in `FEATURES` order), by item id. `keyword` and `vector` are
+    each method's candidates, best first (score: lower is better); `neighbours` gives a
+    message's item the ids of the items of the messages before and after it
     in its chat (None when they are not candidates); `unembedded` the similarity of keyword
     candidates not embedded yet, computed for this query (a recent post is not pushed down for
     lack of a stored vector); `periods` the times the query names (`when.named_periods`)."""
-    strength = {row[0]: max(0.0, -float(row[10])) for row in keyword}
+    strength = {c.id: max(0.0, -float(c.score)) for c in keyword}
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
     keyword_rank, vector_rank = _places(keyword), _places(vector)
-    similarities = {row[0]: similarity(row[10]) for row in vector}
+    similarities = {c.id: similarity(c.score) for c in vector}
     floor = min(similarities.values(), default=0.0)
     similarities = {**(unembedded or {}), **similarities}
-    rows = {row[0]: row for row in (*keyword, *vector)}
+    found = {c.id: c for c in (*keyword, *vector)}
     named = {m.group(0).lower() for m in _WORD.finditer(query)}
 
     def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
         return default if item is None else scores.get(item, default)
 
-    distances = days_apart([float(row[8]) for row in rows.values()], periods) if periods else None
+    distances = days_apart([float(c.created_at) for c in found.values()], periods) if periods else None
     out: dict[int, list[float]] = {}
-    for n, (item, row) in enumerate(rows.items()):
+    for n, (item, c) in enumerate(found.items()):
         before, after = neighbours.get(item, (None, None))
-        sender = str(row[7] or "").lower()
+        sender = (c.sender or "").lower()
         apart = None if distances is None else float(distances[n])
         out[item] = [
             keyword_score.get(item, 0.0),
@@ -108,7 +107,7 @@ def features(
             1.0 / (RANK_K + keyword_rank[item]) if item in keyword_rank else 0.0,
             1.0 / (RANK_K + vector_rank[item]) if item in vector_rank else 0.0,
             1.0 if sender and sender in named else 0.0,
-            math.log1p(len(str(row[3]))),
+            math.log1p(c.chars),
             max(near(before, keyword_score, 0.0), near(after, keyword_score, 0.0)),
             max(near(before, similarities, floor), near(after, similarities, floor)),
             1.0 if apart == 0.0 else 0.0,
@@ -119,25 +118,27 @@ def features(
 
 def rank(
     query: str,
-    keyword: Sequence[Sequence[Any]],
-    vector: Sequence[Sequence[Any]],
+    keyword: Sequence[Candidate],
+    vector: Sequence[Candidate],
     neighbours: Mapping[int, tuple[int | None, int | None]],
     k: int,
     unembedded: Mapping[int, float] | None = None,
     periods: Sequence[Period] = (),
-) -> list[SearchHit]:
-    """The `k` best hits of a hybrid search, best first (ties keep keyword, then vector order)."""
-    rows = {row[0]: row for row in (*keyword, *vector)}
+) -> list[Ranked]:
+    """The `k` best of a hybrid search, best first (ties keep keyword, then vector order)."""
+    found = {c.id: c for c in (*keyword, *vector)}
     keyword_rank, vector_rank = _places(keyword), _places(vector)
-    distances = {row[0]: row[10] for row in vector}
+    distances = {c.id: c.score for c in vector}
     valued = features(query, keyword, vector, neighbours, unembedded, periods)
     scored = list(zip(valued, _probabilities(list(valued.values())), strict=True))
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [
-        hit(
-            rows[item],
-            "hybrid",
+        Ranked(
+            item,
+            found[item].kind,
+            found[item].source_id,
             score,
+            "hybrid",
             bm25_rank=keyword_rank.get(item),
             vector_rank=vector_rank.get(item),
             similarity=similarity(distances[item]) if item in distances else None,
@@ -156,9 +157,9 @@ def _probabilities(values: Sequence[Sequence[float]]) -> list[float]:
     return [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
 
 
-def _places(rows: Sequence[Sequence[Any]]) -> dict[int, int]:
-    """Each search row's 1-based place in its method's list, by row id."""
-    return {row[0]: place for place, row in enumerate(rows, 1)}
+def _places(candidates: Sequence[Candidate]) -> dict[int, int]:
+    """Each candidate's 1-based place in its method's list, by item id."""
+    return {c.id: place for place, c in enumerate(candidates, 1)}
 
 
 #: A query's words as sender ids are spelt ("agent-b" is one), matched against each hit's sender.

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from recall.search.base import ITEM_COLUMNS, Filters, ItemRow, marks
+from recall.search.base import Candidate, Filters, ItemRow, marks
 from recall.search.local import LocalIndex, LocalRow
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ _BUMP = (
 #: Rows read per statement when the copy catches up.
 _SYNC_PAGE = 5000
 _SYNC_COLUMNS = (
-    "id, changed, tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, embedding"
+    "id, changed, tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, embedding,"
+    " source_id"
 )
 
 
@@ -179,6 +180,7 @@ class SQLiteSearch:
             text=r[10],
             context=r[11] or "",
             vector=vector,
+            source_id=int(r[13]),
         )
 
     def maintain(self, dim: int) -> int:
@@ -190,24 +192,14 @@ class SQLiteSearch:
 
     # -- searching --------------------------------------------------------------------------
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Any]:
-        """Search rows scored by the negated BM25 score (lower is better)."""
-        return self._rows([(item, -score) for item, score in self._in_step().keyword(terms, filters, limit)])
+    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
+        """Candidates scored by the negated BM25 score (lower is better)."""
+        local = self._in_step()
+        return local.candidates(filters, [(item, -score) for item, score in local.keyword(terms, filters, limit)])
 
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Any]:
-        """Search rows scored by the cosine distance: `limit` whenever that many items pass the
+    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+        """Candidates scored by the cosine distance: `limit` whenever that many items pass the
         filters."""
         self.create_vectors(None, len(vector))  # a no-op but for a backend made without the length
-        return self._rows(self._in_step().nearest(vector, filters, limit))
-
-    def _rows(self, found: Sequence[tuple[int, float]]) -> list[Any]:
-        """The search rows of the copy's hits, in their order. An item deleted by another
-        process since the copy was brought in step is left out."""
-        if not found:
-            return []
-        ids = [item_id for item_id, _ in found]
-        rows = {
-            row[0]: row
-            for row in self.store._read(f"SELECT {ITEM_COLUMNS} FROM search_items s WHERE s.id IN ({marks(ids)})", ids)
-        }
-        return [(*rows[item_id], score) for item_id, score in found if item_id in rows]
+        local = self._in_step()
+        return local.candidates(filters, local.nearest(vector, filters, limit))
