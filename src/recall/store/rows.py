@@ -97,20 +97,25 @@ _SENDER_TYPES = {t.value: t for t in SenderType}
 
 
 def message_record(row: Sequence[Any]) -> Message:
-    return Message(
+    # A frozen dataclass's __init__ sets each field through object.__setattr__; a stored row
+    # is already valid, so its fields go in at once (half the time: a context build decodes
+    # hundreds of messages: the history and the recalled past's candidates).
+    message: Message = object.__new__(Message)
+    message.__dict__.update(
         id=row[0],
         world_id=world_id_of(row[1]),
-        chat_id=chat_id_of(row[2]),
         sender=row[3],
         sender_type=_SENDER_TYPES[row[4]],
+        content=row[7],
+        created_at=dt(row[11]),
+        chat_id=chat_id_of(row[2]),
         channel=row[5],
         parent_id=row[6],
-        content=row[7],
         mentions=load_tuple(row[8]),
         addressed=load_tuple(row[9]),
         metadata=load_json(row[10]) if row[10] != "{}" else {},
-        created_at=dt(row[11]),
     )
+    return message
 
 
 FACT_COLUMNS = "id, scope, content, category, confidence, created_at, updated_at, source, avoid"
