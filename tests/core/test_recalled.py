@@ -53,8 +53,7 @@ def test_passages_are_rendered_oldest_first_under_their_date() -> None:
 
 def test_a_new_day_and_another_chat_get_their_own_line() -> None:
     first = candidate(1, "Invoice 7 was paid.", 0.9)
-    other = replace(
-        first,
+    other = first._replace(
         message=replace(
             first.message, id=2, created_at=first.message.created_at + timedelta(days=2), chat_id="billing"
         ),

@@ -21,10 +21,10 @@ in and why the others do not, and renders them as one system message:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from recall.core.context_records import ContextMessage, ReportItem
 from recall.core.escaping import escape
@@ -57,8 +57,7 @@ class RecallSettings:
     neighbour_tokens: int = 12
 
 
-@dataclass(frozen=True)
-class RecallCandidate:
+class RecallCandidate(NamedTuple):
     """A message of the agent's memory as the search ranked it. `rank` is its 1-based place;
     the scores are the search's: `score` the fused one (0..1), `keyword` the normalised BM25
     score, `similarity` the cosine to the query, `time` how near it lies to a time the query
@@ -92,14 +91,15 @@ class RecallRequest:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Turn:
-    """One rendered line: a passage or the turn it needs."""
+class _Turn(NamedTuple):
+    """One rendered line: a passage or the turn it needs, under its `[date(, chat)]` label;
+    its tokens with the line break after it."""
 
     message: Message
     text: str
     excerpt: bool
     tokens: int
+    label: str
     neighbour_of: int | None = None
 
 
@@ -136,7 +136,7 @@ def _render(turns: Sequence[_Turn], chat_id: str | None) -> list[str]:
     their oldest turn, each group's turns oldest first (the packing counted each label once)."""
     groups: dict[str, list[_Turn]] = {}
     for turn in sorted(turns, key=lambda t: (t.message.created_at, t.message.id)):
-        groups.setdefault(_group(turn.message, chat_id), []).append(turn)
+        groups.setdefault(turn.label, []).append(turn)
     lines = [HEADER]
     for label, members in groups.items():
         lines.append(label)
@@ -148,9 +148,10 @@ class _Lines:
     """Renders and counts the turns of one packing, each with the line break after it (as
     `TokenCounter.count_lines` adds the block up; each speaker's `name:` counted once)."""
 
-    def __init__(self, req: RecallRequest, counter: TokenCounter) -> None:
+    def __init__(self, req: RecallRequest, counter: TokenCounter, chat_id: str | None) -> None:
         self.req = req
         self.counter = counter
+        self.chat_id = chat_id
         self._speakers: dict[str, int] = {}
 
     def turn(self, message: Message, neighbour_of: int | None = None) -> _Turn:
@@ -159,11 +160,12 @@ class _Lines:
         # Most messages are short: their whole line is counted once, and only a longer one is cut.
         whole = escape(" ".join(text.split()))
         tokens = self.counter.count(f"{message.sender}: {whole}\n")
+        label = _group(message, self.chat_id)
         if tokens - self._speaker(message.sender) - 1 <= self.req.settings.excerpt_tokens:
-            return _Turn(message, whole, False, tokens, neighbour_of)
+            return _Turn(message, whole, False, tokens, label, neighbour_of)
         cut = excerpt(text, self.req.terms, self.req.words, self.counter, self.req.settings.excerpt_tokens)
-        turn = _Turn(message, escape(cut.text), cut.cut, 0, neighbour_of)
-        return replace(turn, tokens=self.counter.count(f"{_line(turn)}\n"))
+        turn = _Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of)
+        return turn._replace(tokens=self.counter.count(f"{_line(turn)}\n"))
 
     def shorter_than(self, turn: _Turn, tokens: int) -> bool:
         """Whether the turn's line, without its line break, has fewer than `tokens` tokens (its
@@ -208,7 +210,7 @@ def pack_recalled(
     turns: list[_Turn] = []
     taken: set[int] = set()
     picked: list[tuple[RecallCandidate, list[_Turn]]] = []
-    render = _Lines(req, counter)
+    render = _Lines(req, counter, chat_id)
 
     def out(c: RecallCandidate, reason: str) -> None:
         m = c.message
@@ -244,20 +246,20 @@ def pack_recalled(
         ):
             lines.insert(0, render.turn(before, neighbour_of=m.id))
         cost = 0
-        new_groups = set()
+        new_groups: list[str] = []
         for line in lines:
             cost += line.tokens
-            label = _group(line.message, chat_id)
-            if label not in groups and label not in new_groups:
-                new_groups.add(label)
-                cost += counter.count(f"{label}\n")
+            if line.label not in groups and line.label not in new_groups:
+                new_groups.append(line.label)
+                cost += counter.count(f"{line.label}\n")
         if used + cost > room:
             out(c, "over-budget")
             continue
         used += cost
-        groups |= new_groups
+        groups.update(new_groups)
         turns.extend(lines)
-        taken.update(line.message.id for line in lines)
+        for line in lines:
+            taken.add(line.message.id)
         picked.append((c, lines))
 
     if not turns:
