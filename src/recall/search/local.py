@@ -358,7 +358,11 @@ class _Partition:
                 rows, weights = rows[passing], weights[passing]
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
             np.add.at(scores, rows, np.float32(idf) * weights)
-        found = np.flatnonzero(keep & (scores > 0))
+        scores *= keep  # what the filters leave out scores 0, and only rows above 0 are hits
+        if np.count_nonzero(scores) > limit:
+            found = best_positions(scores, limit)
+        else:
+            found = np.flatnonzero(scores)
         return self._best(found, scores[found], limit)
 
     def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
