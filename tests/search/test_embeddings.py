@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from recall.errors import InvalidInputError
 from recall.search.embeddings import (
+    MAX_CHARS,
     MAX_TOKENS,
     EmbeddingModelMissingError,
     LazyMiniLM,
@@ -69,6 +71,25 @@ def test_long_texts_are_cut_at_the_models_limit() -> None:
     long = "word " * (MAX_TOKENS * 3)
     assert len(model.tokenizer.encode(long).ids) == MAX_TOKENS
     assert np.isfinite(model.embed([long])).all()
+    # Only the characters that can reach the model are tokenized (issue 23: a 100,000-character
+    # message cost 50 ms to tokenize), and they still fill the model's limit.
+    flood = "jan 1 " * 17_000
+    assert len(model.tokenizer.encode(flood[:MAX_CHARS]).ids) == MAX_TOKENS
+    expected = model.embed([flood])[0]
+    seen: list[int] = []
+    real = model.tokenizer
+
+    class Spy:
+        def encode_batch(self, texts: list[str]) -> Any:
+            seen.extend(len(t) for t in texts)
+            return real.encode_batch(texts)
+
+    model.tokenizer = Spy()  # type: ignore[assignment]
+    try:
+        np.testing.assert_allclose(model.embed([flood])[0], expected, atol=1e-6)
+    finally:
+        model.tokenizer = real
+    assert seen == [MAX_CHARS]
 
 
 def test_the_lazy_embedder_is_the_same_model_and_caches_queries() -> None:

@@ -119,3 +119,27 @@ def test_a_search_favours_the_day_its_query_names(mem: Recall, world: World) -> 
     assert top("what did maria cook for dinner last Tuesday?", now=NOW) == "2024-03-12"
     assert top("what did maria cook for dinner on August 5, 2023?") == "2023-08-05"
     assert top("what did maria cook for dinner in February?", now=NOW) == "2024-02-01"
+
+
+def test_what_is_read_for_times_is_bounded() -> None:
+    """Issue 23: a message of 100,000 characters of `jan 1 ` made thousands of periods (and a
+    candidates × periods matrix). Only the opening MAX_TIME_TEXT characters are read, each
+    period counts once, and at most MAX_PERIODS are kept."""
+    from recall.search.when import MAX_PERIODS, MAX_TIME_TEXT
+
+    flood = named_periods("jan 1 " * 20_000, NOW)
+    assert len(flood) == len(set(flood)) == YEARLESS_SPAN  # thirty January firsts, once each
+    many = " ".join(f"{month} {day}" for month in ("jan", "feb", "mar", "apr", "jun", "jul") for day in range(1, 28))
+    assert len(named_periods(many, NOW)) == MAX_PERIODS
+    late = "x" * MAX_TIME_TEXT + " on 2023-05-08"
+    assert named_periods(late, NOW) == []
+    assert _days("y" * (MAX_TIME_TEXT - 20) + " on 2023-05-08") == [("2023-05-08", "2023-05-09")]
+
+
+def test_a_search_query_has_a_documented_length_cap(world: World) -> None:
+    from recall import InvalidInputError
+    from recall.search.checks import MAX_QUERY_CHARS
+
+    with pytest.raises(InvalidInputError, match=f"query.*{MAX_QUERY_CHARS:,}"):
+        world.search("jan 1 " * (MAX_QUERY_CHARS // 6 + 1))
+    assert world.search("jan 1 " * (MAX_QUERY_CHARS // 6 - 1)) == []

@@ -207,10 +207,10 @@ class Contexts:
 
         incoming = scan.incoming
         shown = {m.id for m in (*incoming, *scan.history)}
-        newest = _about(incoming[-1].content) if incoming else ""
+        newest = _query(_about(incoming[-1].content)) if incoming else ""
         incoming_ids = {m.id for m in incoming}
         said = [m for m in recent if m.id not in incoming_ids and m.sender_type in _SPEAKERS][:RECENT_QUERY_TURNS]
-        context = "\n".join(_about(m.content) for m in (*reversed(said), *incoming[:-1])).strip()
+        context = _query("\n".join(_about(m.content) for m in (*reversed(said), *incoming[:-1])).strip())
         # The recent conversation is searched for only when the newest message says little on its
         # own ("and her sister?"): beside a question that names what it asks about, what the
         # last turns were about crowds out its answer (measured on LoCoMo, docs/benchmarks.md).
@@ -318,7 +318,7 @@ class Contexts:
         notes: list[Memory] = []
         if conversation.strip() and self.index is not None:
             hits = self.index.search(
-                conversation,
+                _query(conversation),
                 tenant=world.tenant,
                 space=world.id,
                 kinds=("memory",),
@@ -338,6 +338,17 @@ class Contexts:
         lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]
         items = tuple({"kind": "memory", "id": n.id, "importance": n.importance} for n in notes)
         return ContextBlock("long_term", "\n".join(lines), items)
+
+
+def _query(text: str) -> str:
+    """What a context searches for in `text`: all of it, or, past the search's length cap, its
+    opening and its end (where a long message usually says what it asks)."""
+    from recall.search.base import MAX_QUERY_CHARS
+
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    half = (MAX_QUERY_CHARS - 3) // 2
+    return f"{text[:half]} … {text[-half:]}"
 
 
 def _about(content: str) -> str:

@@ -44,6 +44,9 @@ MESSAGE_BATCH = 1000
 MAX_PARAMS = 500
 #: Query terms kept: a pasted page as a query should not become a 5,000-term OR.
 MAX_QUERY_TERMS = 64
+#: Longest query a search accepts (characters); a context's searches read at most this much of
+#: the messages they search for.
+MAX_QUERY_CHARS = 4_000
 
 #: The columns of `search_items s` every search row starts with.
 ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, s.sender, s.created_at, s.importance"

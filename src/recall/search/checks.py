@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from recall.errors import InvalidInputError
-from recall.search.base import KINDS, MAX_K, MAX_PARAMS, METHODS, Filters, IndexItem, ItemRow
+from recall.search.base import KINDS, MAX_K, MAX_PARAMS, MAX_QUERY_CHARS, METHODS, Filters, IndexItem, ItemRow
 
 
 def timestamp(value: datetime) -> float:
@@ -60,6 +60,8 @@ def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
 def check_query(query: object, k: object, method: object) -> None:
     if not isinstance(query, str):
         raise InvalidInputError("query", "must be text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError("query", f"must be at most {MAX_QUERY_CHARS:,} characters, got {len(query):,}")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInputError("k", f"must be a whole number 1-{MAX_K}, got {k!r}")
     if method not in METHODS:

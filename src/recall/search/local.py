@@ -359,10 +359,7 @@ class _Partition:
             idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
             np.add.at(scores, rows, np.float32(idf) * weights)
         scores *= keep  # what the filters leave out scores 0, and only rows above 0 are hits
-        if np.count_nonzero(scores) > limit:
-            found = best_positions(scores, limit)
-        else:
-            found = np.flatnonzero(scores)
+        found = best_positions(scores, limit) if np.count_nonzero(scores) > limit else np.flatnonzero(scores)
         return self._best(found, scores[found], limit)
 
     def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:

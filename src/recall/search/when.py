@@ -30,6 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -96,6 +97,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 #: Years a date without a year ("on May 8") is looked for in, back from the year of `now`.
 YEARLESS_SPAN = 30
+#: Characters of a query read for times (a question names its times early; a pasted page
+#: must not turn into thousands of periods), and the most periods kept (three yearless dates).
+MAX_TIME_TEXT = 1_000
+MAX_PERIODS = 3 * YEARLESS_SPAN
 
 
 @dataclass(frozen=True)
@@ -107,17 +112,26 @@ class Period:
 
 
 def named_periods(query: str, now: datetime | None = None) -> list[Period]:
-    """The periods `query` names, relative to `now` (default: the current time)."""
+    """The periods the first MAX_TIME_TEXT characters of `query` name, relative to `now`
+    (default: the current time), each once, at most MAX_PERIODS."""
     now = _utc(now or datetime.now(UTC))
-    text = query
-    found: list[Period] = []
+    found: dict[Period, None] = {}
+    # What each phrase names, read once however often it is repeated ("jan 1 jan 1 …").
+    named: dict[tuple[str, tuple[str | None, ...]], bool] = {}
+
+    def read(kind: str, match: re.Match[str]) -> str:
+        phrase = (kind, match.groups())
+        if phrase not in named:
+            periods = _read(kind, match.groups(), now) if len(found) < MAX_PERIODS else []
+            found.update(dict.fromkeys(periods))
+            named[phrase] = bool(periods)
+        # What one pattern read is blanked, so a later pattern does not read it again.
+        return " " * len(match.group(0)) if named[phrase] else match.group(0)
+
+    text = query[:MAX_TIME_TEXT]
     for kind, pattern in _PATTERNS:
-        for match in pattern.finditer(text):
-            periods = _read(kind, match.groups(), now)
-            if periods:
-                found.extend(periods)
-                text = text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]
-    return found
+        text = pattern.sub(partial(read, kind), text)
+    return list(found)[:MAX_PERIODS]
 
 
 def days_apart(timestamps: Sequence[float], periods: Sequence[Period]) -> NDArray[np.float64] | None:
