@@ -80,3 +80,31 @@ def test_erasing_a_human_and_deleting_an_agent_and_the_world(db: Path) -> None:
     assert json.loads(recall(db, "agent", "delete", "w", "agent-a", "-y"))["deliveries"] == 1
     assert json.loads(recall(db, "world", "delete", "w", "-y"))["messages"] == 1
     assert "unknown world 'w'" in recall(db, "world", "delete", "w", "-y", ok=False)
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_an_export_never_overwrites_the_store(db: Path, suffix: str) -> None:
+    """Issue 23: `recall export W -o <the store file>` emptied the store (0 bytes, a traceback)."""
+    before = db.read_bytes()
+    target = Path(f"{db}{suffix}")
+    output = recall(db, "export", "w", "-o", str(target), ok=False)
+    assert "error:" in output and "store" in output and "Traceback" not in output
+    assert len(output.strip().splitlines()) == 1
+    assert db.read_bytes() == before
+    assert len(message_ids(db)) == 2  # the store still answers, whole
+
+
+def test_an_export_to_a_missing_folder_is_one_line_and_leaves_nothing(db: Path, tmp_path: Path) -> None:
+    output = recall(db, "export", "w", "-o", str(tmp_path / "missing" / "dir" / "x.jsonl"), ok=False)
+    assert output.strip().count("\n") == 0 and "no such folder" in output and "Traceback" not in output
+    assert not (tmp_path / "missing").exists()
+
+
+def test_an_export_replaces_its_file_only_once_it_is_whole(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w.jsonl"
+    out.write_text("an older export\n")
+    recall(db, "export", "w", "-o", str(out))
+    assert out.read_text().splitlines()[-1].startswith('{"record": "end"')
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["cli.db", "w.jsonl", *[p.name for p in tmp_path.glob("cli.db-*")]]
+    )

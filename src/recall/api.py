@@ -248,10 +248,11 @@ class World:
         return self.service.exports.export_world(self.key)
 
     def export_to(self, file: str | Path | IO[str]) -> dict[str, int]:
-        """Write `export()` to a path or text file as JSON lines; the records written per kind."""
+        """Write `export()` to a path or text file as JSON lines; the records written per kind.
+        A path is written through a temporary file beside it, renamed once whole; the store's
+        own files and a missing folder are refused (InvalidInputError naming `output`)."""
         if isinstance(file, str | Path):
-            with open(file, "w", encoding="utf-8") as out:
-                return self.service.exports.write_export(self.key, out)
+            return self.service.exports.write_export_file(self.key, file)
         return self.service.exports.write_export(self.key, file)
 
     def search(

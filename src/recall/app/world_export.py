@@ -17,10 +17,13 @@ written.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from recall.app.lifecycle import world_scopes
@@ -106,6 +109,35 @@ class WorldExports:
             counts[record["record"]] += 1
             yield record
         yield {"record": "end", "counts": dict(counts)}
+
+    def write_export_file(self, world_id: str, path: str | Path) -> dict[str, int]:
+        """Write the world's export to the file `path`; the records per type. The path is
+        checked before anything is opened (never one of the store's own files, a folder that
+        exists), and the export goes to a temporary file beside it that replaces `path` only once
+        it is whole: a failure leaves `path` as it was."""
+        target = Path(path)
+        own = getattr(self.store, "path", None)
+        if isinstance(own, str) and own != ":memory:":
+            store_file = Path(own).resolve()
+            if target.resolve() in {Path(f"{store_file}{end}") for end in ("", "-wal", "-shm", "-journal")}:
+                raise InvalidInputError("output", f"{path} is a file of the store itself; export to another file")
+        if not target.parent.is_dir():
+            raise InvalidInputError("output", f"cannot write {path}: no such folder {target.parent}")
+        if target.is_dir():
+            raise InvalidInputError("output", f"cannot write {path}: it is a folder")
+        self.worlds.get_world(world_id)  # an unknown world creates no file
+        try:
+            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial")
+        except OSError as exc:
+            raise InvalidInputError("output", f"cannot write {path}: {exc.strerror}") from exc
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+                counts = self.write_export(world_id, out)
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return counts
 
     def write_export(self, world_id: str, out: IO[str]) -> dict[str, int]:
         """Write the world's export to a text file, a record per line; the records per type."""
