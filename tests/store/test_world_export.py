@@ -149,6 +149,17 @@ def _too_large(lines: list[str]) -> list[str]:
     ]
 
 
+def _repeated_key(lines: list[str]) -> list[str]:
+    """Two messages with one idempotency key (the store's unique index refused it: a 500)."""
+    out = []
+    for line in lines:
+        record = json.loads(line)
+        if record.get("record") == "message":
+            record["idempotency_key"] = "k-1"
+        out.append(json.dumps(record))
+    return out
+
+
 MALFORMED: dict[str, tuple[Callable[[list[str]], list[Any]], str, str]] = {
     "not json": (lambda ls: [ls[0], "{oops", *ls[1:]], "line 2", "is not JSON"),
     "not UTF-8": (lambda ls: [ls[0].encode(), b'{"record": "\xff"}', *ls[1:]], "line 2", "not UTF-8"),
@@ -166,6 +177,8 @@ MALFORMED: dict[str, tuple[Callable[[list[str]], list[Any]], str, str]] = {
     "unknown agent": (_edit("delivery", lambda r: r.update(agent="agent-z")), "delivery.agent", "not an agent"),
     "foreign scope": (_edit("fact", lambda r: r.update(scope="world:elsewhere")), "fact.scope", "not a scope"),
     "read flag": (_edit("delivery", lambda r: r.update(own="yes")), "delivery.own", "true or false"),
+    "id past the range": (_edit("message", lambda r: r.update(id=2**62)), "message.id", "between 1 and"),
+    "repeated idempotency key": (_repeated_key, "message.idempotency_key", "appears twice"),
 }  # fmt: skip
 
 
@@ -193,3 +206,30 @@ def test_import_into_a_tenant_and_vectors_are_made_again(tmp_path: Path) -> None
         hit = world.search("a delivery that is delayed", kinds=["message"], method="vector")[0]
         assert hit.similarity is not None and "parcel" in hit.text
         assert mem.scope("user:maria", tenant="acme").list()[0].content == "Drinks only green tea"
+
+
+def test_an_imported_id_never_pushes_later_ids_past_the_cap(two_stores: tuple[str, str], tmp_path: Path) -> None:
+    """Issue 23: a world imported with message id 2^62 made every later message of every tenant
+    get an id past the cap (its ack, reply and context then answered 422 for good). Imported
+    ids stay below MAX_IMPORTED_ID: the ids the store hands out after it stay usable."""
+    from recall.app.validation import MAX_IMPORTED_ID, MAX_MESSAGE_ID
+
+    source, target = two_stores
+    lines = exported(source, tmp_path)
+    highest = [json.loads(line) for line in lines if json.loads(line).get("record") == "message"][-1]["id"]
+    shifted = [
+        line.replace(f'"id": {highest},', f'"id": {MAX_IMPORTED_ID},', 1)
+        if f'"id": {highest},' in line and '"record": "message"' in line
+        else line
+        for line in lines
+    ]
+    shifted = [line.replace(f'"message_id": {highest},', f'"message_id": {MAX_IMPORTED_ID},') for line in shifted]
+    with Recall(target, QUICK) as mem:
+        mem.import_world(shifted, tenant="acme")
+        other = mem.world("mine", create=True)
+        other.add_human("ann")
+        other.add_agent("bot")
+        posted = other.post("ann", "@bot hello")
+        assert MAX_IMPORTED_ID < posted.id < MAX_MESSAGE_ID
+        assert [m.id for m in other.agent("bot").inbox(mark_read=True)] == [posted.id]
+        assert other.agent("bot").context().messages[-1].content == "@bot hello"

@@ -19,6 +19,10 @@ MAX_ID_LENGTH = 64
 MAX_HISTORY_LIMIT = 10_000
 #: Message ids fit SQLite's and PostgreSQL's 64-bit integers with room to spare.
 MAX_MESSAGE_ID = 2**62
+#: The largest id an import may keep (messages, observations, notes, facts). Ids are one
+#: sequence per store, and the store goes on from the largest it holds: below this, what it
+#: hands out after any import stays far below MAX_MESSAGE_ID, and exact in JavaScript (2^53).
+MAX_IMPORTED_ID = 2**48
 
 
 def check_id(field: str, value: object) -> str:

@@ -259,8 +259,11 @@ class WorldExports:
         for i, row in enumerate(rows["chats"]):
             unique("chats", row[0], chats, i, "id")
         messages: set[int] = set()
+        keys: set[str] = set()
         for i, row in enumerate(rows["messages"]):
             unique("messages", row[0], messages, i, "id")
+            if row[11] is not None:  # one world's idempotency keys are unique (as when posted)
+                unique("messages", row[11], keys, i, "idempotency_key")
             if row[1] not in chats:
                 fail("messages", i, "chat_id", f"names chat {row[1] or None!r}, which the export has no chat record of")
             if row[5] is not None and (row[5] not in messages or row[5] >= row[0]):

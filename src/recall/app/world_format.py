@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from recall import limits
-from recall.app.validation import MAX_MESSAGE_ID, check_channel, check_id, check_int
+from recall.app.validation import MAX_IMPORTED_ID, MAX_MESSAGE_ID, check_channel, check_id, check_int
 from recall.core.facts import CATEGORIES, parse_scope, validate_sections
 from recall.core.models import SenderType
 from recall.errors import InvalidInputError
@@ -138,7 +138,8 @@ def _confidence(field: str, value: Any) -> float:
 
 
 _ID = check_id
-_STORED_ID = _whole(1)
+#: An id kept by the import (below MAX_IMPORTED_ID, so it never steers later ids past the cap).
+_STORED_ID = _whole(1, MAX_IMPORTED_ID)
 #: Each record type's fields, in the order of its table's columns (WORLD_TABLES), and their checks.
 FIELDS: dict[str, tuple[tuple[str, Check], ...]] = {
     "world": (
