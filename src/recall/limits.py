@@ -52,6 +52,9 @@ MAX_SECTION_CHARS = 10_000
 MAX_NOTE_CHARS = 20_000
 #: How deep a JSON value may nest (objects and lists within each other).
 MAX_JSON_DEPTH = 32
+#: One line of a world import: room for the largest record the caps above allow (an agent's
+#: profile: four texts of 100,000 characters and three lists of 100 × 10,000), JSON-escaped.
+MAX_IMPORT_LINE_BYTES = 32 * 1024 * 1024
 
 NON_FINITE_MESSAGE = "must be a finite number (NaN and Infinity are not JSON)"
 

@@ -181,12 +181,14 @@ def test_a_server_with_keys_answers_any_host(secured: LiveServer) -> None:
 
 # -- 7. caps and NUL ---------------------------------------------------------------------------
 
-TEN_MB = "x" * 10_000_001
+#: Over every field's cap (100,000 characters at most), under the body's (8 MiB): the field is
+#: named. A larger body is 413 before it is read (tests/server/test_request_limits.py).
+OVER_CAPS = "x" * 1_000_001
 
 TOO_BIG_OR_NUL: list[tuple[str, str, dict[str, Any], str]] = [
-    ("POST", "/v1/worlds/w/messages", {"sender": "maria", "content": "hi", "metadata": {"blob": TEN_MB}}, "metadata"),
-    ("POST", "/v1/worlds/w/agents/agent-a/observations", {"time": 1, "note": TEN_MB}, "note"),
-    ("POST", "/v1/worlds/w/agents/agent-a/actions", {"time": 1, "kind": "say", "utterance": TEN_MB}, "utterance"),
+    ("POST", "/v1/worlds/w/messages", {"sender": "maria", "content": "hi", "metadata": {"blob": OVER_CAPS}}, "metadata"),
+    ("POST", "/v1/worlds/w/agents/agent-a/observations", {"time": 1, "note": OVER_CAPS}, "note"),
+    ("POST", "/v1/worlds/w/agents/agent-a/actions", {"time": 1, "kind": "say", "utterance": OVER_CAPS}, "utterance"),
     ("POST", "/v1/worlds/w/agents", {"id": "agent-c", "system_prompt": "be\x00evil"}, "system_prompt"),
     ("POST", "/v1/worlds/w/agents", {"id": "agent-c", "goals": ["ok", "x" * 10_001]}, "goals[1]"),
     ("POST", "/v1/worlds/w/agents", {"id": "agent-c", "model": "gpt\x00"}, "model"),
@@ -201,7 +203,7 @@ TOO_BIG_OR_NUL: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/v1/worlds/w/agents/agent-a/observations", {"time": 1, "agents": ["bob\x00"]}, "agents[0].id"),
     ("POST", "/v1/worlds/w/agents/agent-a/observations", {"time": 1, "items": {"coin\x00": [[1, 2]]}}, "items"),
     ("POST", "/v1/worlds/w/memories", {"content": "rule", "metadata": {"a": "\x00"}}, "metadata.a"),
-    ("POST", "/v1/worlds/w/memories", {"content": "rule", "metadata": {"blob": TEN_MB}}, "metadata"),
+    ("POST", "/v1/worlds/w/memories", {"content": "rule", "metadata": {"blob": OVER_CAPS}}, "metadata"),
     ("POST", "/v1/scopes/user:maria/facts", {"content": "Likes tea", "source": "a\x00"}, "source"),
     ("POST", "/v1/scopes/user:maria/facts", {"content": "Likes tea", "avoid": "a\x00"}, "avoid"),
     ("PUT", "/v1/scopes/user:maria/sections", {"top_of_mind": "a\x00"}, "top_of_mind"),

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from recall import limits
 from recall.app.lifecycle import world_scopes
 from recall.app.world_format import FORMAT, TYPES, record_of, row_of
 from recall.app.worlds import Worlds, _validate_profile
@@ -51,6 +52,10 @@ def _parse(line: Line, number: int) -> Mapping[str, Any] | None:
     """A line as a JSON object (None for a blank line)."""
     if isinstance(line, Mapping):
         return line
+    if isinstance(line, bytes | str) and len(line) > limits.MAX_IMPORT_LINE_BYTES:
+        raise InvalidInputError(
+            f"line {number}", f"is {len(line):,} long; a record is at most {limits.MAX_IMPORT_LINE_BYTES:,} bytes"
+        )
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as e:

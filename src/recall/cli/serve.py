@@ -18,6 +18,12 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port (default 8765).")] = None,
     config: Annotated[Path | None, typer.Option(help="TOML config file (default: $RECALL_CONFIG).")] = None,
     rate_limit: Annotated[int | None, typer.Option(help="Requests per agent per minute (0: no limit).")] = None,
+    max_body_bytes: Annotated[
+        int | None, typer.Option(help="Largest request body in bytes (default 8 MiB); larger ones get 413.")
+    ] = None,
+    max_import_bytes: Annotated[
+        int | None, typer.Option(help="Largest world import in bytes (default 512 MiB).")
+    ] = None,
     allow_unauthenticated_remote: Annotated[
         bool, typer.Option(help="Listen beyond loopback without API keys.")
     ] = False,
@@ -42,6 +48,8 @@ def serve(
             host=host,
             port=port,
             rate_limit=rate_limit,
+            max_body_bytes=max_body_bytes,
+            max_import_bytes=max_import_bytes,
             allow_unauthenticated_remote=allow_unauthenticated_remote or None,
             demo=demo or None,
         )

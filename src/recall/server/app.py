@@ -38,7 +38,7 @@ from recall.errors import (
 from recall.server import docs, ui
 from recall.server.config import ServerConfig
 from recall.server.deps import ServerState
-from recall.server.guard import RequestGuard
+from recall.server.guard import BodyLimits, RequestGuard
 from recall.server.inbox import MAX_WAIT_SECONDS
 from recall.server.routes import ROUTERS
 from recall.server.views import error
@@ -74,7 +74,13 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     )
     app.state.recall = state
     # Keyless, only loopback Host names (no DNS rebinding); never a non-finite number in a body.
-    app.add_middleware(RequestGuard, loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote)
+    # The key and the size of a body are checked before it is read.
+    app.add_middleware(
+        RequestGuard,
+        loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote,
+        keys=state.keys,
+        limits=BodyLimits(config.max_body_bytes, config.max_import_bytes),
+    )
     _install_error_handlers(app)
     for router in (*ROUTERS, ui.router, docs.router):
         app.include_router(router)

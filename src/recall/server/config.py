@@ -8,6 +8,8 @@ Precedence, highest first: command-line flags, environment, config file, default
     host = "127.0.0.1"
     port = 8765
     rate_limit = 100          # requests per agent per minute
+    max_body_bytes = 8388608  # the largest request body (8 MiB); larger ones are answered 413
+    max_import_bytes = 536870912  # the largest world import (512 MiB)
 
     [[keys]]
     key = "sk-team-1"
@@ -38,6 +40,11 @@ from recall.errors import InvalidInputError
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
+#: The largest request body: a batch of posts of ordinary messages fits many times over.
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+#: The largest world import (an export's JSON lines).
+DEFAULT_MAX_IMPORT_BYTES = 512 * 1024 * 1024
+_SIZES = ("max_body_bytes", "max_import_bytes")
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,9 @@ class ServerConfig:
     keys: tuple[ApiKey, ...] = ()
     #: Requests per agent per minute (inbox, send, context, memory); 0 turns the limit off.
     rate_limit: int = 100
+    #: The largest request body in bytes, and a world import's (POST /v1/worlds/import).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES
     #: Listen beyond loopback without API keys (anyone who can reach the port has full access).
     allow_unauthenticated_remote: bool = False
     #: Create the demo world when the store has no world yet.
@@ -137,12 +147,12 @@ def load_config(
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise InvalidInputError("config", f"cannot read {path}: {exc}") from None
         server = data.get("server", {})
-        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote"}
+        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", *_SIZES}
         if unknown:
             raise InvalidInputError("config", f"unknown [server] setting {sorted(unknown)[0]!r} in {path}")
         values.update(server)
         keys += _keys_from_toml(data.get("keys", []), f"{path} [[keys]]")
-    for name in ("db", "host", "port", "rate_limit"):
+    for name in ("db", "host", "port", "rate_limit", *_SIZES):
         raw = env.get(f"RECALL_{name.upper()}")
         if raw:
             values[name] = raw
@@ -154,9 +164,11 @@ def load_config(
         config,
         port=_int(config.port, "port", 0, 65535),
         rate_limit=_int(config.rate_limit, "rate_limit", 0, 1_000_000),
+        max_body_bytes=_int(config.max_body_bytes, "max_body_bytes", 1024, 2**40),
+        max_import_bytes=_int(config.max_import_bytes, "max_import_bytes", 1024, 2**40),
         db=str(config.db),
         host=str(config.host),
     )
 
 
-_FIELDS = {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", "demo"}
+_FIELDS = {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", "demo", *_SIZES}

@@ -5,6 +5,12 @@
   (DNS rebinding). So a keyless server answers only Host headers that name loopback
   (`localhost`, `127.x.x.x`, `[::1]`, any port) and answers others with 421. With keys (or
   `--allow-unauthenticated-remote`, which serves other machines on purpose) any Host is fine.
+- **The key before the body.** With API keys, a request that carries a body and no valid key is
+  answered 401 before a byte of its body is read: an unknown caller cannot make the server
+  buffer and parse hundreds of megabytes.
+- **Body size.** A body is at most `max_body_bytes` (`max_import_bytes` for a world import):
+  413 as soon as its declared length, or what has arrived, says it is larger; the rest is
+  never read.
 - **Finite numbers.** Python's JSON parser, and so FastAPI's and the MCP SDK's, reads `NaN`,
   `Infinity` and `1e999` as floats that JSON cannot represent: stored, they would make every
   later answer that holds them fail. A JSON body holding one is answered with 422 naming the
@@ -17,14 +23,21 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recall.errors import AuthenticationError
 from recall.limits import NON_FINITE_MESSAGE
 from recall.server.config import is_loopback
+from recall.server.deps import KeyRing
+from recall.server.views import error
+
+#: The route that takes a world's export as its body (`max_import_bytes`).
+IMPORT_PATH = "/v1/worlds/import"
 
 #: Bytes a body must contain for it to hold a non-finite number; bodies without any of them
 #: (nearly all) skip the second parse.
@@ -93,12 +106,26 @@ def _is_json(headers: Headers) -> bool:
     return not kind or kind == "application/json" or kind.endswith("+json")
 
 
-class RequestGuard:
-    """ASGI middleware: Host names for a keyless server, then non-finite numbers in JSON bodies."""
+@dataclass(frozen=True)
+class BodyLimits:
+    """The most bytes a request body may hold, and a world import's."""
 
-    def __init__(self, app: ASGIApp, loopback_only: bool) -> None:
+    body: int
+    world_import: int
+
+    def of(self, path: str) -> int:
+        return self.world_import if path == IMPORT_PATH else self.body
+
+
+class RequestGuard:
+    """ASGI middleware: Host names for a keyless server, the key and the size of a body before
+    it is read, then non-finite numbers in JSON bodies."""
+
+    def __init__(self, app: ASGIApp, loopback_only: bool, keys: KeyRing, limits: BodyLimits) -> None:
         self.app = app
         self.loopback_only = loopback_only
+        self.keys = keys
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -108,30 +135,59 @@ class RequestGuard:
         if self.loopback_only and not is_loopback_host(headers.get("host")):
             await _refuse_host(scope, receive, send)
             return
-        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS or not _is_json(headers):
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        buffered = await _buffer(receive)
+        if self.keys.enabled:
+            try:
+                self.keys.principal(headers.get("authorization"))
+            except AuthenticationError as exc:
+                await error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+                return
+        cap = self.limits.of(scope["path"])
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            await _too_large(cap)(scope, receive, send)
+            return
+        buffered = await _buffer(receive, cap)
         if buffered is None:  # the client left before sending its body: no one to answer
             return
+        if buffered is _TOO_LARGE:
+            await _too_large(cap)(scope, receive, send)
+            return
         body, replay = buffered
-        place = _non_finite_place(body)
+        place = _non_finite_place(body) if _is_json(headers) else None
         if place is not None:
-            error = {"type": "invalid_input", "message": NON_FINITE_MESSAGE, "field": place}
-            await JSONResponse({"error": error}, status_code=422)(scope, replay, send)
+            failure = {"type": "invalid_input", "message": NON_FINITE_MESSAGE, "field": place}
+            await JSONResponse({"error": failure}, status_code=422)(scope, replay, send)
             return
         await self.app(scope, replay, send)
 
 
-async def _buffer(receive: Receive) -> tuple[bytes, Receive] | None:
-    """Read the whole body; a `receive` that gives it again, then passes on (disconnects).
-    None when the client disconnects first."""
+def _too_large(cap: int) -> JSONResponse:
+    # The connection closes after the answer: the rest of the body is never read.
+    message = f"the request body is larger than this server takes ({cap:,} bytes); see docs/http-api.md for the setting"
+    return error(413, "payload_too_large", message, headers={"Connection": "close"})
+
+
+#: What `_buffer` answers for a body past its cap.
+_TOO_LARGE: Any = object()
+
+
+async def _buffer(receive: Receive, cap: int) -> tuple[bytes, Receive] | None:
+    """Read the whole body, at most `cap` bytes; a `receive` that gives it again, then passes
+    on (disconnects). None when the client disconnects first; _TOO_LARGE past the cap."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return None
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > cap:
+            return _TOO_LARGE  # type: ignore[no-any-return]
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     body = b"".join(chunks)
