@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from recall.errors import NUL_MESSAGE, InvalidInputError
@@ -70,6 +71,35 @@ def check_text(field: str, value: object, limit: int, *, required: bool = False)
     if len(value) > limit:
         raise InvalidInputError(field, f"is {len(value):,} characters; the limit is {limit:,}")
     return value
+
+
+#: The times recall stores and reads (a post's, an import's, a search's `now`): the years 2 to
+#: 9998, so that a time in any UTC offset, and the periods read around it ("last month", "in
+#: July" of the last 30 years), stay within what a datetime can hold.
+MIN_TIME = datetime(2, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9998, 12, 31, tzinfo=UTC)
+_TIME_RANGE = f"must be a time from {MIN_TIME:%Y-%m-%d} to {MAX_TIME:%Y-%m-%d} (UTC)"
+
+
+def check_time(field: str, value: datetime) -> datetime:
+    """`value` in UTC (a naive one is UTC), within MIN_TIME and MAX_TIME."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(field, f"must be a datetime, got {value!r}")
+    try:
+        at = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):  # past the year 9999 or before the year 1 in UTC
+        raise InvalidInputError(field, f"{_TIME_RANGE}, got {value.isoformat()}") from None
+    if not MIN_TIME <= at <= MAX_TIME:
+        raise InvalidInputError(field, f"{_TIME_RANGE}, got {value.isoformat()}")
+    return at
+
+
+def check_timestamp(field: str, value: object) -> float:
+    """Epoch seconds (finite) of a time within MIN_TIME and MAX_TIME."""
+    seconds = check_number(field, value)
+    if not MIN_TIME.timestamp() <= seconds <= MAX_TIME.timestamp():
+        raise InvalidInputError(field, f"{_TIME_RANGE} in epoch seconds, got {value!r}")
+    return seconds
 
 
 def check_number(field: str, value: object) -> float:

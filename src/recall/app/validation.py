@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from recall import limits
 from recall.core.models import CHANNELS
 from recall.errors import InvalidInputError
 
@@ -94,7 +95,7 @@ def parse_timestamp(value: datetime | str | float | int | None, field: str = "cr
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(float(value), tz=UTC)
+        return datetime.fromtimestamp(limits.check_timestamp(field, value), tz=UTC)
     elif isinstance(value, str):
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -102,4 +103,4 @@ def parse_timestamp(value: datetime | str | float | int | None, field: str = "cr
             raise InvalidInputError(field, f"{value!r} is not an ISO 8601 time like 2025-05-08T13:56:00Z") from None
     else:
         raise InvalidInputError(field, f"must be a time, got {value!r}")
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    return limits.check_time(field, dt)

@@ -64,7 +64,7 @@ def _whole(low: int = 0, high: int = MAX_MESSAGE_ID) -> Check:
 
 
 def _time(field: str, value: Any) -> float:
-    return limits.check_number(field, value)
+    return limits.check_timestamp(field, value)
 
 
 def _chat(field: str, value: Any) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recall.errors import InvalidInputError
+from recall.limits import check_time
 from recall.search.base import (
     ITEM_COLUMNS,
     KINDS,
@@ -380,6 +381,8 @@ class SearchIndex:
         scores, best first. For a caller that reads the sources itself (the recalled past)."""
         check_query(query, k, method)
         filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
+        if now is not None:
+            now = check_time("now", now)
         if not query.strip() or filters.owners == ():
             return []
         ran: Method = method if self.embedder is not None else "bm25"

@@ -177,9 +177,9 @@ def _read(kind: str, groups: Sequence[str | None], now: datetime) -> list[Period
             return _every_year(now, MONTHS[g[0].lower()], None)
         if kind == "year":
             return [_months(int(g[0]), 1, 12)]
-    except ValueError:
+        return _relative(kind, g, now)
+    except (ValueError, OverflowError):  # no such date, or one past what a datetime holds
         return []
-    return _relative(kind, g, now)
 
 
 def _relative(kind: str, g: Sequence[str], now: datetime) -> list[Period]:
