@@ -44,8 +44,10 @@ class Recall:
     """An open recall store. Use as a context manager, or call `close()`."""
 
     def __init__(self, db: str | Path | Store | None = None, settings: Settings | None = None) -> None:
-        store = open_store(str(db if db is not None else default_db())) if not _is_store(db) else db
-        self.service = RecallService(store, settings or Settings.from_env())  # type: ignore[arg-type]
+        settings = settings or Settings.from_env()
+        location = str(db if db is not None else default_db())
+        store = open_store(location, settings.busy_timeout) if not _is_store(db) else db
+        self.service = RecallService(store, settings)  # type: ignore[arg-type]
         self.gate = Gate(self.service)
 
     def world(

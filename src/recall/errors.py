@@ -100,6 +100,17 @@ class UnknownMemoryError(NotFoundError):
         super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")
 
 
+class StoreBusyError(RecallError):
+    """Another process held the store's write lock for longer than `Settings.busy_timeout`:
+    nothing was written; try again in `retry_after` seconds."""
+
+    def __init__(self, waited: float, retry_after: int = 1) -> None:
+        super().__init__(
+            f"the store is busy with another process's write (waited {waited:g} s): nothing was written, try again"
+        )
+        self.retry_after = retry_after
+
+
 class StoreVersionError(RecallError):
     """The database was written by a newer recall than this one."""
 

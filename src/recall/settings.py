@@ -85,6 +85,9 @@ class Settings:
     #: Seconds between background indexing rounds (a post wakes it sooner); 0 turns the
     #: background indexer off, and the index is brought up to date on demand (`refresh_index`).
     index_interval: float = 2.0
+    #: Seconds a write to a SQLite store waits while another process writes it (an import, a
+    #: CLI command) before it gives up: `StoreBusyError`, 503 with Retry-After over HTTP.
+    busy_timeout: float = 5.0
 
     # -- a chat model for extraction and summaries; none configured means both are off
     #: "openai" (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM) or "anthropic".

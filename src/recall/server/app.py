@@ -34,6 +34,7 @@ from recall.errors import (
     PermissionDeniedError,
     RateLimitedError,
     RecallError,
+    StoreBusyError,
 )
 from recall.server import docs, ui
 from recall.server.config import ServerConfig
@@ -102,6 +103,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AuthenticationError)
     async def unauthorized(_: Request, exc: AuthenticationError) -> JSONResponse:
         return error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(StoreBusyError)
+    async def busy(_: Request, exc: StoreBusyError) -> JSONResponse:
+        return error(503, "store_busy", str(exc), headers={"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(RateLimitedError)
     async def limited(_: Request, exc: RateLimitedError) -> JSONResponse:

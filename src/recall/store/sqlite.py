@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - a platform without the wheel
     import sqlite3  # type: ignore[no-redef,unused-ignore]
 
 from recall.core.models import Message
-from recall.errors import InvalidInputError, StoreOpenError, StoreVersionError
+from recall.errors import InvalidInputError, StoreBusyError, StoreOpenError, StoreVersionError
 from recall.store.base import (
     NewMessage,
     PostAnnouncer,
@@ -78,15 +78,21 @@ def _open_error(path: str, exc: Exception) -> StoreOpenError:
     return StoreOpenError(f"cannot open {path}: {exc}")
 
 
+#: Seconds a write waits for another process's write (`Settings.busy_timeout`).
+DEFAULT_BUSY_TIMEOUT = 5.0
+
+
 class SQLiteStore(SQLWorlds):
     #: Neither ability: one process's in-memory buckets and notifier serve (see server/).
     rate_buckets: SharedRateLimits | None = None
     announcer: PostAnnouncer | None = None
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         """Open the file, creating it (and its folders) when missing; a `StoreOpenError` when
-        the place cannot hold a store or the file is not one."""
+        the place cannot hold a store or the file is not one. A write waits `busy_timeout`
+        seconds for another process's before it is a `StoreBusyError`."""
         self.path = str(path)
+        self.busy_timeout = busy_timeout
         _refuse_url(self.path)
         if self.path != ":memory:":
             _make_folders(self.path)
@@ -103,7 +109,7 @@ class SQLiteStore(SQLWorlds):
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA busy_timeout = 5000")
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
             self._db.execute("PRAGMA wal_autocheckpoint = 8000")
             self._migrate()
@@ -119,7 +125,12 @@ class SQLiteStore(SQLWorlds):
     @contextmanager
     def _write(self) -> Iterator[Any]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):  # SQLITE_BUSY after busy_timeout
+                    raise StoreBusyError(self.busy_timeout) from None
+                raise
             try:
                 yield self._db
             except BaseException:
