@@ -18,7 +18,7 @@ facts); `erase` takes the messages it wrote too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recall.app.extraction import Extraction
 from recall.app.validation import MAX_MESSAGE_ID, check_int
@@ -61,12 +61,11 @@ class Lifecycle:
         scopes = world_scopes(world, self.store.list_participants(world.key), users=False)
         self.extraction.discard(world.tenant, scopes=scopes.scopes, threads=f"{world.id}/")
         try:
-            removed = self.store.delete_world(world.key, scopes)
+            removed = self.store.delete_world(world.key, scopes, then=self._unindex)
         finally:
             self.worlds._drop_caches()
         if removed is None:
             raise UnknownWorldError(world.id)
-        self._unindex(removed)
         return removed
 
     def delete_participant(
@@ -93,14 +92,13 @@ class Lifecycle:
         self.extraction.discard(world.tenant, scopes=scopes, threads=threads)
         try:
             removed = self.store.delete_participant(
-                world.key, record.id, erase=erase, facts=FactScopes(world.tenant, scopes)
+                world.key, record.id, erase=erase, facts=FactScopes(world.tenant, scopes), then=self._unindex
             )
         finally:
             self.worlds._drop_caches(world.key.lower())
         if removed is None:
             raise UnknownParticipantError(world.id, record.id, record.kind)
         self.extraction.discard(world.tenant, messages=removed.messages)
-        self._unindex(removed)
         return removed
 
     def delete_message(self, world_id: str, message_id: int) -> Removed:
@@ -108,19 +106,19 @@ class Lifecycle:
         replies to its parent. NotFoundError when the world has no such message."""
         world = self.worlds.get_world(world_id)
         check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
-        removed = self.store.delete_messages(world.key, [message_id])
+        removed = self.store.delete_messages(world.key, [message_id], then=self._unindex)
         if not removed.messages:
             raise NotFoundError(
                 f"no message {message_id} in world {world.id!r}: nothing was deleted (list the world's messages"
                 " to see their ids)"
             )
         self.extraction.discard(world.tenant, messages=removed.messages)
-        self._unindex(removed)
         return removed
 
-    def _unindex(self, removed: Removed) -> None:
+    def _unindex(self, db: Any, removed: Removed) -> None:
+        """The search items of what a deletion removed, in its transaction (`store.AlsoRemove`)."""
         if self.index is None:
             return
         items = {"message": removed.messages, "memory": removed.memories, "fact": removed.facts}
         if any(items.values()) or removed.successors:
-            self.index.forget(items, removed.successors)
+            self.index.forget_in(db, items, removed.successors)

@@ -221,21 +221,26 @@ class SearchIndex:
         them. It waits for an indexer copying messages meanwhile (the indexing lock), so no
         copy of a removed message stays behind; on SQLite each process's copy in memory drops
         the items at its next catch-up (`search_deleted`)."""
+        with self._store._write() as db:
+            return self.forget_in(db, items, successors)
+
+    def forget_in(self, db: Any, items: Mapping[str, Sequence[int]], successors: Sequence[int] = ()) -> int:
+        """`forget` in the caller's write transaction (a store's deletion: `store.AlsoRemove`),
+        so that a crash leaves both or neither."""
         checked = {kind: [check_id(i) for i in ids] for kind, ids in items.items() if ids}
         check_kinds(list(checked) or ["message"])
         removed = 0
-        with self._store._write() as db:
-            self._backend.lock_indexing(db)
-            for kind, ids in checked.items():
-                for start in range(0, len(ids), MAX_PARAMS):
-                    removed += self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
-            mark = self._watermark(db)
-            # Above the watermark the indexer copies them later, with their context as it is then.
-            # One at a time, oldest first: a successor's context may be another successor's text.
-            for message_id in sorted({check_id(i) for i in successors if i <= mark}):
-                self._backend.delete_items(db, "message", [message_id])
-                message = db.execute(self._sql(f"{_MESSAGE_ROWS} WHERE m.id = ?"), (message_id,)).fetchall()
-                self._backend.insert_items(db, self._message_items(db, message, {}))
+        self._backend.lock_indexing(db)
+        for kind, ids in checked.items():
+            for start in range(0, len(ids), MAX_PARAMS):
+                removed += self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
+        mark = self._watermark(db)
+        # Above the watermark the indexer copies them later, with their context as it is then.
+        # One at a time, oldest first: a successor's context may be another successor's text.
+        for message_id in sorted({check_id(i) for i in successors if i <= mark}):
+            self._backend.delete_items(db, "message", [message_id])
+            message = db.execute(self._sql(f"{_MESSAGE_ROWS} WHERE m.id = ?"), (message_id,)).fetchall()
+            self._backend.insert_items(db, self._message_items(db, message, {}))
         return removed
 
     def _previous_text(self, db: Any, message_id: int, world_id: str, chat_id: str) -> str:

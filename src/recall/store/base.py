@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message, SenderType
-from recall.store.world_records import FactScopes, Removed, WorldImport
+from recall.store.world_records import AlsoRemove, FactScopes, Removed, WorldImport
 
 
 @dataclass(frozen=True)
@@ -266,11 +266,17 @@ class Store(Protocol):
     def delete_memory(self, world_id: str, note_id: int) -> bool: ...
 
     # whole worlds: deleted, exported, imported (world_delete.py, world_dump.py)
-    def delete_world(self, world_id: str, facts: FactScopes) -> Removed | None: ...
+    def delete_world(self, world_id: str, facts: FactScopes, then: AlsoRemove | None = None) -> Removed | None: ...
     def delete_participant(
-        self, world_id: str, participant_id: str, *, erase: bool = False, facts: FactScopes | None = None
+        self,
+        world_id: str,
+        participant_id: str,
+        *,
+        erase: bool = False,
+        facts: FactScopes | None = None,
+        then: AlsoRemove | None = None,
     ) -> Removed | None: ...
-    def delete_messages(self, world_id: str, message_ids: Sequence[int]) -> Removed: ...
+    def delete_messages(self, world_id: str, message_ids: Sequence[int], then: AlsoRemove | None = None) -> Removed: ...
     def export_world(self, world_id: str, facts: FactScopes) -> Iterator[tuple[str, tuple[Any, ...]]]: ...
     def import_world(self, data: WorldImport) -> WorldRecord: ...
 

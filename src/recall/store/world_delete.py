@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall.store.sql_writes import SQLWrites
-from recall.store.world_records import FactScopes, Removed
+from recall.store.world_records import AlsoRemove, FactScopes, Removed
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 CHUNK = 500
@@ -66,9 +66,9 @@ class SQLDeletes(SQLWrites):
 
     # -- worlds ---------------------------------------------------------------------------
 
-    def delete_world(self, world_id: str, facts: FactScopes) -> Removed | None:
+    def delete_world(self, world_id: str, facts: FactScopes, then: AlsoRemove | None = None) -> Removed | None:
         """Delete the world whose key is `world_id` with everything in it, and the facts of
-        `facts`; None when there is no such world."""
+        `facts`; None when there is no such world. `then` runs in the same transaction."""
         with self._write() as db:
             if not self._execute(db, f"SELECT 1 FROM worlds WHERE key = ?{self.LOCK_ROWS}", (world_id,)).fetchone():
                 return None
@@ -83,17 +83,26 @@ class SQLDeletes(SQLWrites):
             self._forget_world_rows(db, world_id, None)
             self._execute(db, "DELETE FROM worlds WHERE key = ?", (world_id,))
             self._changed(db)
+            removed = Removed(len(keys), messages, deliveries, memories, removed_facts, notes, int(observations))
+            if then is not None:
+                then(db, removed)
         self._forget_cached_keys()
-        return Removed(len(keys), messages, deliveries, memories, removed_facts, notes, int(observations))
+        return removed
 
     # -- participants ---------------------------------------------------------------------
 
     def delete_participant(
-        self, world_id: str, participant_id: str, *, erase: bool = False, facts: FactScopes | None = None
+        self,
+        world_id: str,
+        participant_id: str,
+        *,
+        erase: bool = False,
+        facts: FactScopes | None = None,
+        then: AlsoRemove | None = None,
     ) -> Removed | None:
         """Delete a participant of the world (by key) with what belongs to it (see the module's
         notes); with `erase`, every message it sent too; and the facts of `facts`. None when
-        the world has no participant of that id."""
+        the world has no participant of that id. `then` runs in the same transaction."""
         with self._write() as db:
             row = self._execute(
                 db, f"SELECT key, id, kind FROM participants WHERE world_id = ? AND id = ?{self.LOCK_ROWS}",
@@ -130,11 +139,14 @@ class SQLDeletes(SQLWrites):
             removed_facts = self._delete_facts(db, facts) if facts is not None else ()
             self._execute(db, "DELETE FROM participants WHERE key = ?", (key,))
             self._changed(db)
+            removed = Removed(
+                1, gone.messages, gone.deliveries + deliveries, memories, removed_facts, notes, observations,
+                gone.successors, gone.reparented,
+            )  # fmt: skip
+            if then is not None:
+                then(db, removed)
         self._forget_cached_keys()
-        return Removed(
-            1, gone.messages, gone.deliveries + deliveries, memories, removed_facts, notes, observations,
-            gone.successors, gone.reparented,
-        )  # fmt: skip
+        return removed
 
     def _delete_agent_rows(self, db: Any, keys: Sequence[int]) -> tuple[int, int]:
         """Every row keyed by these agents' keys; (deliveries, notes) removed."""
@@ -159,13 +171,16 @@ class SQLDeletes(SQLWrites):
 
     # -- messages -------------------------------------------------------------------------
 
-    def delete_messages(self, world_id: str, message_ids: Sequence[int]) -> Removed:
+    def delete_messages(self, world_id: str, message_ids: Sequence[int], then: AlsoRemove | None = None) -> Removed:
         """Delete these messages of the world (by key) with their deliveries; replies to them
         move up to the nearest parent that stays. Ids of other worlds, or of no message, are
-        left alone (`Removed.messages` says which went)."""
+        left alone (`Removed.messages` says which went). `then` runs in the same transaction."""
         with self._write() as db:
             gone = self._delete_messages(db, world_id, sorted({int(i) for i in message_ids}))
-        return Removed(0, gone.messages, gone.deliveries, successors=gone.successors, reparented=gone.reparented)
+            removed = Removed(0, gone.messages, gone.deliveries, successors=gone.successors, reparented=gone.reparented)
+            if then is not None and removed.messages:
+                then(db, removed)
+        return removed
 
     def _delete_messages(self, db: Any, world_id: str, message_ids: Sequence[int]) -> _Gone:
         found: dict[int, tuple[str, int | None]] = {}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,3 +91,8 @@ class WorldImport:
     tenant: str
     world: Mapping[str, Any]
     rows: Mapping[str, Sequence[tuple[Any, ...]]] = field(default_factory=dict)
+
+
+#: What a deletion also removes in its own transaction (the write cursor, what it removed): the
+#: search index's items, so that the store and the index never disagree after a crash.
+AlsoRemove = Callable[[Any, Removed], None]
