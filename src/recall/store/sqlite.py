@@ -109,6 +109,9 @@ class SQLiteStore(SQLWorlds):
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
+            # Deleted rows are overwritten with zeros, not left in free pages: an erase leaves
+            # no readable copy (with `_scrub`, which empties the WAL of older page images).
+            self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
             self._db.execute("PRAGMA wal_autocheckpoint = 8000")
@@ -196,6 +199,13 @@ class SQLiteStore(SQLWorlds):
         super()._forget_cached_keys()
         self._world_keys.clear()
         self._groups.clear()
+
+    def _scrub(self) -> None:
+        # The WAL still holds the pages as they were before the deletion: copy the new ones into
+        # the database and empty it. Best effort: a reader of another process may hold frames
+        # back until its next checkpoint.
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def close(self) -> None:
         with self._lock:

@@ -61,6 +61,11 @@ class SQLDeletes(SQLWrites):
         for a participant of the same id registered later."""
         self._keys.clear()
 
+    def _scrub(self) -> None:
+        """After a deletion committed: what the database can do so that no copy of the deleted
+        text stays readable on disk (SQLite: `SQLiteStore._scrub`; PostgreSQL: see
+        docs/postgresql.md)."""
+
     def _column_of(self, db: Any, sql: str, params: Sequence[Any]) -> tuple[int, ...]:
         return tuple(int(r[0]) for r in self._execute(db, sql, params).fetchall())
 
@@ -87,6 +92,7 @@ class SQLDeletes(SQLWrites):
             if then is not None:
                 then(db, removed)
         self._forget_cached_keys()
+        self._scrub()
         return removed
 
     # -- participants ---------------------------------------------------------------------
@@ -146,6 +152,7 @@ class SQLDeletes(SQLWrites):
             if then is not None:
                 then(db, removed)
         self._forget_cached_keys()
+        self._scrub()
         return removed
 
     def _delete_agent_rows(self, db: Any, keys: Sequence[int]) -> tuple[int, int]:
@@ -180,6 +187,8 @@ class SQLDeletes(SQLWrites):
             removed = Removed(0, gone.messages, gone.deliveries, successors=gone.successors, reparented=gone.reparented)
             if then is not None and removed.messages:
                 then(db, removed)
+        if removed.messages:
+            self._scrub()
         return removed
 
     def _delete_messages(self, db: Any, world_id: str, message_ids: Sequence[int]) -> _Gone:
