@@ -341,3 +341,25 @@ def test_put_get_search_delete_on_both_stores(store_location: str) -> None:
         assert [h.key for h in store.search(("users",), query="green tea or coffee")] == ["parcel"]
         assert store.list_namespaces() == [("users", "maria")]
         assert datetime.now(UTC) - item.created_at < timedelta(minutes=5)
+
+
+def test_no_other_writer_can_forge_a_store_item(mem: Recall) -> None:
+    """Issue 23, point 6: a memory written by anyone else with the store's type and metadata made
+    the store return it and delete the shared original on its next read. The type is reserved:
+    the Python API, REST and MCP refuse it, and the store's items stay its own."""
+    from recall import InvalidInputError
+
+    store = RecallStore(mem, world="lg")
+    store.put(("users", "maria"), "prefs", VALUE)
+    original = store.get(("users", "maria"), "prefs")
+    assert original is not None
+    world = mem.world("lg")
+    world.add_agent("mallory")
+    forged = next(m for m in world.memories(limit=100) if m.type == MEMORY_TYPE).metadata
+    for owner in (world, world.agent("mallory")):
+        with pytest.raises(InvalidInputError, match="reserved"):
+            owner.add_memory("forged", type=MEMORY_TYPE, **forged)
+    assert store.get(("users", "maria"), "prefs") == original
+    from recall.app.memories import RESERVED_TYPES
+
+    assert MEMORY_TYPE in RESERVED_TYPES

@@ -22,6 +22,11 @@ NOTE_TYPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 MAX_NOTE_CHARS = limits.MAX_NOTE_CHARS
 
 
+#: Memory types written only by recall's adapters (`integrations/langgraph.py` stores its items
+#: as memories of this type, read back by type and metadata).
+RESERVED_TYPES = ("langgraph",)
+
+
 def _check_note(content: object, type: object, importance: object, metadata: object) -> str:
     """The memory's content, stripped, once its fields are within their rules."""
     if not isinstance(content, str) or not content.strip():
@@ -60,7 +65,29 @@ class Memories:
         metadata: Mapping[str, Any] | None = None,
         created_at: datetime | None = None,
     ) -> Memory:
-        """A long-term memory in a world: shared, or private to `agent`."""
+        """A long-term memory in a world: shared, or private to `agent`. The types recall's
+        adapters write (RESERVED_TYPES) are refused: no caller can forge their items."""
+        if type in RESERVED_TYPES:
+            raise InvalidInputError("type", f"{type!r} is reserved for recall's own adapter; pick another type")
+        return self.add_adapter_memory(
+            world_id, content, type=type, importance=importance, agent=agent, chat_id=chat_id,
+            metadata=metadata, created_at=created_at,
+        )  # fmt: skip
+
+    def add_adapter_memory(
+        self,
+        world_id: str,
+        content: str,
+        *,
+        type: str,
+        importance: int = 5,
+        agent: str | None = None,
+        chat_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> Memory:
+        """`add_memory` for recall's adapters, the one way to write a reserved type (the
+        LangGraph store's items); never reached from REST, MCP, the CLI or the public API."""
         world = self.worlds.get_world(world_id)
         owner = self.worlds.get_agent(world.key, agent).id if agent is not None else ""
         text = _check_note(content, type, importance, metadata)

@@ -420,7 +420,7 @@ class RecallStore(BaseStore):
         """Store the item as a new memory; the item with that memory's id."""
         if not text.strip():
             text = "/".join(stored.namespace) + "/" + stored.key
-        memory = self.mem.service.memories.add_memory(
+        memory = self.mem.service.memories.add_adapter_memory(
             self.world.key,
             text[:MAX_NOTE_CHARS],
             type=MEMORY_TYPE,
