@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from recall import limits
 from recall.app.gate import require_may_delete_memory
@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
 NOTE_TYPE = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 MAX_NOTE_CHARS = limits.MAX_NOTE_CHARS
+
+
+class MemoryFields(TypedDict, total=False):
+    """The fields of a memory besides its world, content and type."""
+
+    importance: int
+    agent: str | None
+    chat_id: str | None
+    metadata: Mapping[str, Any] | None
+    created_at: datetime | None
 
 
 #: Memory types written only by recall's adapters (`integrations/langgraph.py` stores its items
@@ -53,26 +63,13 @@ class Memories:
     worlds: Worlds
     index: SearchIndex | None = None
 
-    def add_memory(
-        self,
-        world_id: str,
-        content: str,
-        *,
-        type: str = "note",
-        importance: int = 5,
-        agent: str | None = None,
-        chat_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-    ) -> Memory:
-        """A long-term memory in a world: shared, or private to `agent`. The types recall's
-        adapters write (RESERVED_TYPES) are refused: no caller can forge their items."""
+    def add_memory(self, world_id: str, content: str, *, type: str = "note", **fields: Unpack[MemoryFields]) -> Memory:
+        """A long-term memory in a world: shared, or private to `agent` (`add_adapter_memory`
+        says the rest). The types recall's adapters write (RESERVED_TYPES) are refused: no
+        caller can forge their items."""
         if type in RESERVED_TYPES:
             raise InvalidInputError("type", f"{type!r} is reserved for recall's own adapter; pick another type")
-        return self.add_adapter_memory(
-            world_id, content, type=type, importance=importance, agent=agent, chat_id=chat_id,
-            metadata=metadata, created_at=created_at,
-        )  # fmt: skip
+        return self.add_adapter_memory(world_id, content, type=type, **fields)
 
     def add_adapter_memory(
         self,
@@ -86,8 +83,8 @@ class Memories:
         metadata: Mapping[str, Any] | None = None,
         created_at: datetime | None = None,
     ) -> Memory:
-        """`add_memory` for recall's adapters, the one way to write a reserved type (the
-        LangGraph store's items); never reached from REST, MCP, the CLI or the public API."""
+        """A long-term memory of any type, reserved ones included: recall's adapters write theirs
+        (the LangGraph store's items) this way; REST, MCP, the CLI and the public API never do."""
         world = self.worlds.get_world(world_id)
         owner = self.worlds.get_agent(world.key, agent).id if agent is not None else ""
         text = _check_note(content, type, importance, metadata)

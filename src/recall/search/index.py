@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -69,6 +69,21 @@ _SET_STATE = (
 def model_key(name: str, dim: int) -> int:
     """A stable 63-bit number for the embedding model (search_state holds integers)."""
     return int.from_bytes(hashlib.sha256(f"{name}\n{dim}".encode()).digest()[:8], "big") >> 1
+
+
+class SearchOptions(TypedDict, total=False):
+    """The options of `SearchIndex.ranked` that `search` passes on."""
+
+    kinds: Sequence[str]
+    k: int
+    method: Method
+    owners: Sequence[str] | None
+    chat_id: str | None
+    sender: str | None
+    since: datetime | None
+    until: datetime | None
+    min_importance: int | None
+    now: datetime | None
 
 
 class SearchIndex:
@@ -314,51 +329,13 @@ class SearchIndex:
 
     # -- searching --------------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        tenant: str,
-        space: str,
-        kinds: Sequence[str] = KINDS,
-        k: int = 10,
-        method: Method = "hybrid",
-        owners: Sequence[str] | None = None,
-        chat_id: str | None = None,
-        sender: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        min_importance: int | None = None,
-        now: datetime | None = None,
-    ) -> list[SearchHit]:
-        """The `k` best items of one tenant's space for `query`, best first.
-
-        Filters: `kinds`; `owners` the owners whose items are visible (None: all; '' is the
-        shared owner, so an agent passes ['', agent_id]); `chat_id` ('' = the default chat);
-        `sender`; `since` (inclusive) and `until` (exclusive); `min_importance` (keeps only
-        items with an importance, i.e. memories). A hybrid search favours items from the times
-        the query names; `now` is when relative ones ("last week") count back from (default:
-        the current time).
-        """
-        found = self.ranked(
-            query,
-            tenant=tenant,
-            space=space,
-            kinds=kinds,
-            k=k,
-            method=method,
-            owners=owners,
-            chat_id=chat_id,
-            sender=sender,
-            since=since,
-            until=until,
-            min_importance=min_importance,
-            now=now,
-        )
+    def search(self, query: str, *, tenant: str, space: str, **options: Unpack[SearchOptions]) -> list[SearchHit]:
+        """The `k` best items of one tenant's space for `query`, best first: `ranked`, with each
+        item's row read (an item deleted by another process since is left out)."""
+        found = self.ranked(query, tenant=tenant, space=space, **options)
         if not found:
             return []
         ids = [r.id for r in found]
-        # An item deleted by another process since the search is left out.
         rows = {
             row[0]: row
             for row in self._read(f"SELECT {ITEM_COLUMNS} FROM search_items s WHERE s.id IN ({marks(ids)})", ids)
@@ -382,8 +359,17 @@ class SearchIndex:
         min_importance: int | None = None,
         now: datetime | None = None,
     ) -> list[Ranked]:
-        """What `search` answers, before the items' rows are read: their ids, source ids and
-        scores, best first. For a caller that reads the sources itself (the recalled past)."""
+        """The `k` best items of one tenant's space for `query`, best first, before their rows
+        are read: ids, source ids and scores (`search` reads the rows; the recalled past reads
+        the messages themselves).
+
+        Filters: `kinds`; `owners` the owners whose items are visible (None: all; '' is the
+        shared owner, so an agent passes ['', agent_id]); `chat_id` ('' = the default chat);
+        `sender`; `since` (inclusive) and `until` (exclusive); `min_importance` (keeps only
+        items with an importance, i.e. memories). A hybrid search favours items from the times
+        the query names; `now` is when relative ones ("last week") count back from (default:
+        the current time).
+        """
         check_query(query, k, method)
         filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
         if now is not None:
