@@ -363,3 +363,20 @@ def test_no_other_writer_can_forge_a_store_item(mem: Recall) -> None:
     from recall.app.memories import RESERVED_TYPES
 
     assert MEMORY_TYPE in RESERVED_TYPES
+
+
+def test_filters_follow_dotted_paths_and_refuse_keys_langgraph_refuses(mem: Recall) -> None:
+    """As LangGraph's own SQLite store: a dotted filter key is a path into the value (keys with
+    hyphens and leading digits at any depth), and a key with other characters is a ValueError."""
+    store = RecallStore(mem, world="lg")
+    store.put(("docs",), "a", {"user": {"access-level": "nested", "1st": {"x-y": 2}}, "top": 1})
+    store.put(("docs",), "b", {"user": {"access-level": "flat"}, "top": 1})
+    assert [i.key for i in store.search(("docs",), filter={"user.access-level": "nested"})] == ["a"]
+    assert [i.key for i in store.search(("docs",), filter={"user.1st.x-y": {"$gte": 2}})] == ["a"]
+    assert sorted(i.key for i in store.search(("docs",), filter={"top": 1})) == ["a", "b"]
+    assert store.search(("docs",), filter={"user.missing.deeper": "x"}) == []
+    for bad in ("bad key", "a'); DROP TABLE x; --", "$.top", "top[0]"):
+        with pytest.raises(ValueError, match="Invalid filter key"):
+            store.search(("docs",), filter={bad: 1})
+        with pytest.raises(ValueError, match="Invalid filter key"):  # refused when nothing is there too
+            store.search(("empty",), filter={"top": 2, bad: 1})

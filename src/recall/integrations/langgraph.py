@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -178,6 +179,32 @@ def _search_text(value: Mapping[str, Any], paths: Sequence[str]) -> str:
     for path in paths:
         texts.extend([_render(value)] if path == "$" else get_text_at_path(dict(value), path))
     return "\n".join(t for t in texts if t.strip())
+
+
+#: A filter key LangGraph's SQLite store accepts (the same check, the same error).
+_FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
+
+
+def _check_filter(filter: Mapping[str, Any]) -> None:
+    """Refuse the filter keys LangGraph's SQLite store refuses, before any item is compared."""
+    for key in filter:
+        if not isinstance(key, str) or not _FILTER_KEY.match(key):
+            raise ValueError(
+                f"Invalid filter key: '{key}'. Filter keys must contain only alphanumeric characters,"
+                " underscores, dots, and hyphens."
+            )
+
+
+def _filter_matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
+    """A search's filter (checked by `_check_filter`), as LangGraph's SQLite store reads it: each
+    key a path into the value (`user.access-level`), compared with what it wants by `_matches`."""
+    for key, wanted in filter.items():
+        found: Any = value
+        for part in key.split("."):
+            found = found.get(part) if isinstance(found, dict) else None
+        if not _matches(found, wanted):
+            return False
+    return True
 
 
 def _matches(value: Any, wanted: Any) -> bool:
@@ -333,10 +360,11 @@ class RecallStore(BaseStore):
     def _search(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         _check_namespace(prefix)
+        _check_filter(op.filter or {})
         candidates = [
             s
             for s in live.values()
-            if s.namespace[: len(prefix)] == prefix and (not op.filter or _matches(s.value, op.filter))
+            if s.namespace[: len(prefix)] == prefix and (not op.filter or _filter_matches(s.value, op.filter))
         ]
         if op.query and op.query.strip():
             scored = self._ranked(op.query, {s.memory_id: s for s in candidates if s.indexed}, op.offset + op.limit)
