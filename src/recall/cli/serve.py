@@ -24,6 +24,12 @@ def serve(
     max_import_bytes: Annotated[
         int | None, typer.Option(help="Largest world import in bytes (default 512 MiB).")
     ] = None,
+    header_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a client has to send a request's head (default 10).")
+    ] = None,
+    max_connections: Annotated[
+        int | None, typer.Option(help="Open connections at most (default: the descriptor limit less 64).")
+    ] = None,
     allow_unauthenticated_remote: Annotated[
         bool, typer.Option(help="Listen beyond loopback without API keys.")
     ] = False,
@@ -38,8 +44,9 @@ def serve(
     # Imported here: the web stack loads only when serving.
     import uvicorn
 
-    from recall.server.config import load_config
+    from recall.server.config import connection_limit, load_config
     from recall.server.main import build_app
+    from recall.server.protocol import timed_http
 
     try:
         settings = load_config(
@@ -50,6 +57,8 @@ def serve(
             rate_limit=rate_limit,
             max_body_bytes=max_body_bytes,
             max_import_bytes=max_import_bytes,
+            header_timeout=header_timeout,
+            max_connections=max_connections,
             allow_unauthenticated_remote=allow_unauthenticated_remote or None,
             demo=demo or None,
         )
@@ -64,7 +73,16 @@ def serve(
         f"recall serving {where} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs",
         markup=False,
     )
-    uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning", access_log=False)
+    uvicorn.run(
+        application,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        # Slow senders are cut off and connections capped below the descriptor limit.
+        http=timed_http(settings.header_timeout),
+        limit_concurrency=connection_limit(settings),
+    )
 
 
 def mcp(

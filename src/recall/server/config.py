@@ -10,6 +10,8 @@ Precedence, highest first: command-line flags, environment, config file, default
     rate_limit = 100          # requests per agent per minute
     max_body_bytes = 8388608  # the largest request body (8 MiB); larger ones are answered 413
     max_import_bytes = 536870912  # the largest world import (512 MiB)
+    header_timeout = 10       # seconds a client has to send a request's head
+    max_connections = 0       # open connections at most (0: the descriptor limit less 64)
 
     [[keys]]
     key = "sk-team-1"
@@ -44,7 +46,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 #: The largest world import (an export's JSON lines).
 DEFAULT_MAX_IMPORT_BYTES = 512 * 1024 * 1024
-_SIZES = ("max_body_bytes", "max_import_bytes")
+_LIMITS = ("max_body_bytes", "max_import_bytes", "header_timeout", "max_connections")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,10 @@ class ServerConfig:
     #: The largest request body in bytes, and a world import's (POST /v1/worlds/import).
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES
+    #: Seconds a client has to send each request's head (slow senders are cut off: `protocol.py`).
+    header_timeout: float = 10.0
+    #: Open connections at most (more are answered 503); 0: the process's descriptor limit less 64.
+    max_connections: int = 0
     #: Listen beyond loopback without API keys (anyone who can reach the port has full access).
     allow_unauthenticated_remote: bool = False
     #: Create the demo world when the store has no world yet.
@@ -131,6 +137,27 @@ def _int(value: Any, where: str, low: int, high: int) -> int:
     return number
 
 
+def _seconds(value: Any, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(where, f"must be a number of seconds, got {value!r}") from None
+    if isinstance(value, bool) or not 0.1 <= number <= 3600:
+        raise InvalidInputError(where, f"must be between 0.1 and 3600 seconds, got {value!r}")
+    return number
+
+
+def connection_limit(config: ServerConfig) -> int:
+    """The most connections the server keeps open: the setting, else the descriptor limit less
+    what the store, the worker and /healthz need."""
+    if config.max_connections:
+        return config.max_connections
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(64, (soft if soft != resource.RLIM_INFINITY else 65_536) - 64)
+
+
 def load_config(
     config_file: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
@@ -147,12 +174,12 @@ def load_config(
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise InvalidInputError("config", f"cannot read {path}: {exc}") from None
         server = data.get("server", {})
-        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", *_SIZES}
+        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", *_LIMITS}
         if unknown:
             raise InvalidInputError("config", f"unknown [server] setting {sorted(unknown)[0]!r} in {path}")
         values.update(server)
         keys += _keys_from_toml(data.get("keys", []), f"{path} [[keys]]")
-    for name in ("db", "host", "port", "rate_limit", *_SIZES):
+    for name in ("db", "host", "port", "rate_limit", *_LIMITS):
         raw = env.get(f"RECALL_{name.upper()}")
         if raw:
             values[name] = raw
@@ -166,9 +193,11 @@ def load_config(
         rate_limit=_int(config.rate_limit, "rate_limit", 0, 1_000_000),
         max_body_bytes=_int(config.max_body_bytes, "max_body_bytes", 1024, 2**40),
         max_import_bytes=_int(config.max_import_bytes, "max_import_bytes", 1024, 2**40),
+        header_timeout=_seconds(config.header_timeout, "header_timeout"),
+        max_connections=_int(config.max_connections, "max_connections", 0, 1_000_000),
         db=str(config.db),
         host=str(config.host),
     )
 
 
-_FIELDS = {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", "demo", *_SIZES}
+_FIELDS = {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", "demo", *_LIMITS}
