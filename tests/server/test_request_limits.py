@@ -130,3 +130,19 @@ def test_a_keyless_server_caps_bodies_too(live: LiveServer) -> None:
     with httpx.Client(base_url=live.url) as c:
         huge = {"sender": "maria", "content": "x" * (DEFAULT_MAX_BODY_BYTES + 1)}
         assert c.post("/v1/worlds/w/messages", json=huge).status_code == 413
+
+
+def test_a_body_that_stalls_is_answered_408(tmp_path: Path) -> None:
+    """A body must keep coming: `header_timeout` seconds without a piece (or a trickle below
+    1 KiB/s after that long) is 408, and the connection closes."""
+    server = start_server(tmp_path / "slow.db", ServerConfig(rate_limit=0, header_timeout=0.5))
+    try:
+        head = (
+            "POST /v1/worlds HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+        )
+        answer = early_answer(server.url, head, b'{"id": "w"')  # and never the rest
+        assert answer.startswith("HTTP/1.1 408"), answer
+        with server.client() as c:
+            assert c.get("/v1/worlds").json()["worlds"] == []
+    finally:
+        stop_server(server)

@@ -80,7 +80,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         RequestGuard,
         loopback_only=not state.keys.enabled and not config.allow_unauthenticated_remote,
         keys=state.keys,
-        limits=BodyLimits(config.max_body_bytes, config.max_import_bytes),
+        limits=BodyLimits(config.max_body_bytes, config.max_import_bytes, config.header_timeout),
     )
     _install_error_handlers(app)
     for router in (*ROUTERS, ui.router, docs.router):

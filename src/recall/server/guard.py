@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -106,12 +107,18 @@ def _is_json(headers: Headers) -> bool:
     return not kind or kind == "application/json" or kind.endswith("+json")
 
 
+#: Bytes a second a body must average once it has taken longer than its `timeout`.
+MIN_BODY_RATE = 1024
+
+
 @dataclass(frozen=True)
 class BodyLimits:
-    """The most bytes a request body may hold, and a world import's."""
+    """The most bytes a request body may hold, and a world import's; `timeout`: the most seconds
+    between two pieces of a body, after which it must also average MIN_BODY_RATE."""
 
     body: int
     world_import: int
+    timeout: float = 10.0
 
     def of(self, path: str) -> int:
         return self.world_import if path == IMPORT_PATH else self.body
@@ -149,11 +156,15 @@ class RequestGuard:
         if declared.isdigit() and int(declared) > cap:
             await _too_large(cap)(scope, receive, send)
             return
-        buffered = await _buffer(receive, cap)
+        buffered = await _buffer(receive, cap, self.limits.timeout)
         if buffered is None:  # the client left before sending its body: no one to answer
             return
         if buffered is _TOO_LARGE:
             await _too_large(cap)(scope, receive, send)
+            return
+        if buffered is _TOO_SLOW:
+            message = "the request body came too slowly: send it at once (see docs/http-api.md, slow clients)"
+            await error(408, "request_timeout", message, headers={"Connection": "close"})(scope, receive, send)
             return
         body, replay = buffered
         place = _non_finite_place(body) if _is_json(headers) else None
@@ -170,23 +181,34 @@ def _too_large(cap: int) -> JSONResponse:
     return error(413, "payload_too_large", message, headers={"Connection": "close"})
 
 
-#: What `_buffer` answers for a body past its cap.
+#: What `_buffer` answers for a body past its cap, and for one that comes too slowly.
 _TOO_LARGE: Any = object()
+_TOO_SLOW: Any = object()
 
 
-async def _buffer(receive: Receive, cap: int) -> tuple[bytes, Receive] | None:
+async def _buffer(receive: Receive, cap: int, timeout: float) -> tuple[bytes, Receive] | None:
     """Read the whole body, at most `cap` bytes; a `receive` that gives it again, then passes
-    on (disconnects). None when the client disconnects first; _TOO_LARGE past the cap."""
+    on (disconnects). None when the client disconnects first; _TOO_LARGE past the cap;
+    _TOO_SLOW when `timeout` seconds pass without a piece, or, after the first `timeout`
+    seconds, it averages less than MIN_BODY_RATE (a trickle must not hold the connection)."""
     chunks: list[bytes] = []
     size = 0
+    clock = asyncio.get_running_loop().time
+    began = clock()
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), timeout)
+        except TimeoutError:
+            return _TOO_SLOW  # type: ignore[no-any-return]
         if message["type"] != "http.request":
             return None
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > cap:
             return _TOO_LARGE  # type: ignore[no-any-return]
+        elapsed = clock() - began
+        if elapsed > timeout and size < MIN_BODY_RATE * elapsed and message.get("more_body", False):
+            return _TOO_SLOW  # type: ignore[no-any-return]
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
