@@ -152,19 +152,15 @@ class RequestGuard:
                 await error(401, "unauthorized", str(exc), headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
                 return
         cap = self.limits.of(scope["path"])
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > cap:
-            await _too_large(cap)(scope, receive, send)
+        try:
+            declared = headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise _Refused(_too_large(cap))
+            buffered = await _buffer(receive, cap, self.limits.timeout)
+        except _Refused as refused:
+            await refused.response(scope, receive, send)
             return
-        buffered = await _buffer(receive, cap, self.limits.timeout)
         if buffered is None:  # the client left before sending its body: no one to answer
-            return
-        if buffered is _TOO_LARGE:
-            await _too_large(cap)(scope, receive, send)
-            return
-        if buffered is _TOO_SLOW:
-            message = "the request body came too slowly: send it at once (see docs/http-api.md, slow clients)"
-            await error(408, "request_timeout", message, headers={"Connection": "close"})(scope, receive, send)
             return
         body, replay = buffered
         place = _non_finite_place(body) if _is_json(headers) else None
@@ -181,16 +177,24 @@ def _too_large(cap: int) -> JSONResponse:
     return error(413, "payload_too_large", message, headers={"Connection": "close"})
 
 
-#: What `_buffer` answers for a body past its cap, and for one that comes too slowly.
-_TOO_LARGE: Any = object()
-_TOO_SLOW: Any = object()
+class _Refused(Exception):
+    """A body the guard will not read to its end, with the answer it gets instead."""
+
+    def __init__(self, response: JSONResponse) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def _too_slow() -> JSONResponse:
+    message = "the request body came too slowly: send it at once (see docs/http-api.md, slow clients)"
+    return error(408, "request_timeout", message, headers={"Connection": "close"})
 
 
 async def _buffer(receive: Receive, cap: int, timeout: float) -> tuple[bytes, Receive] | None:
     """Read the whole body, at most `cap` bytes; a `receive` that gives it again, then passes
-    on (disconnects). None when the client disconnects first; _TOO_LARGE past the cap;
-    _TOO_SLOW when `timeout` seconds pass without a piece, or, after the first `timeout`
-    seconds, it averages less than MIN_BODY_RATE (a trickle must not hold the connection)."""
+    on (disconnects). None when the client disconnects first; `_Refused` (413) past the cap,
+    and (408) when `timeout` seconds pass without a piece or, after the first `timeout` seconds,
+    it averages less than MIN_BODY_RATE (a trickle must not hold the connection)."""
     chunks: list[bytes] = []
     size = 0
     clock = asyncio.get_running_loop().time
@@ -199,16 +203,16 @@ async def _buffer(receive: Receive, cap: int, timeout: float) -> tuple[bytes, Re
         try:
             message = await asyncio.wait_for(receive(), timeout)
         except TimeoutError:
-            return _TOO_SLOW  # type: ignore[no-any-return]
+            raise _Refused(_too_slow()) from None
         if message["type"] != "http.request":
             return None
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > cap:
-            return _TOO_LARGE  # type: ignore[no-any-return]
+            raise _Refused(_too_large(cap))
         elapsed = clock() - began
         if elapsed > timeout and size < MIN_BODY_RATE * elapsed and message.get("more_body", False):
-            return _TOO_SLOW  # type: ignore[no-any-return]
+            raise _Refused(_too_slow())
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
