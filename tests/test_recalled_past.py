@@ -193,8 +193,18 @@ def test_the_store_finds_the_turn_before_and_what_was_heard_only_in_the_world_as
     there = [other.post("maria", "Hay.", chat="a"), other.post("maria", "Straw.", chat="a")]
     store, key = mem.service.store, world.key
     assert store.turns_before(key, [first.id, second.id, *(m.id for m in there)]) == {second.id: first.id}
-    heard = store.heard_among(key, "desk", [first.id, second.id, *(m.id for m in there)])
+    asked = [first.id, second.id, *(m.id for m in there)]
+    heard = store.heard_among(key, "desk", asked)
     assert set(heard) == {first.id, second.id}
+    assert store.heard_ids(key, "desk", asked) == {first.id, second.id}
+    assert {i: m.content for i, m in store.messages_among(key, asked).items()} == {
+        first.id: "First.",
+        second.id: "Second.",
+    }
+    # An agent that joined later heard none of it; one of no world, nothing.
+    world.add_agent("newcomer")
+    assert store.heard_ids(key, "newcomer", asked) == set()
+    assert store.heard_ids(key, "nobody", asked) == set()
 
 
 def test_relative_times_count_back_from_the_message_being_answered(mem: Recall, world: World) -> None:

@@ -4,11 +4,22 @@ to the token."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any, NamedTuple
 
 from recall.core.excerpts import ELLIPSIS, excerpt, sentences
-from recall.core.recalled import HEADER, SECTION, RecallCandidate, RecallRequest, RecallSettings, pack_recalled
+from recall.core.recalled import (
+    FULL_AFTER_MISSES,
+    HEADER,
+    SECTION,
+    Passage,
+    RecallCandidate,
+    RecallRequest,
+    RecallSettings,
+    pack_recalled,
+)
 from recall.core.tokens import TokenCounter
 from tests.core.messages import make_message
 
@@ -17,13 +28,40 @@ SETTINGS = RecallSettings(max_tokens=4000, cutoff=0.01)
 ROOM = 4000
 
 
-def candidate(msg_id: int, content: str, score: float, sender: str = "maria", **kw: object) -> RecallCandidate:
-    message = make_message(sender, content, msg_id, chat_id=kw.pop("chat_id", None))  # type: ignore[arg-type]
-    return RecallCandidate(message, kw.pop("rank", msg_id), score, **kw)  # type: ignore[arg-type]
+class Stored(NamedTuple):
+    """A candidate as the search ranked it, and the passage packing reads for it."""
+
+    candidate: RecallCandidate
+    passage: Passage
 
 
-def pack(*candidates: RecallCandidate, room: int = ROOM, shown: set[int] | None = None, **settings: object):  # type: ignore[no-untyped-def]
-    request = RecallRequest(candidates, replace(SETTINGS, **settings), frozenset({"invoic"}), _words)
+def candidate(msg_id: int, content: str, score: float, sender: str = "maria", **kw: Any) -> Stored:
+    message = make_message(sender, content, msg_id, chat_id=kw.pop("chat_id", None))
+    if "days_later" in kw:
+        message = replace(message, created_at=message.created_at + timedelta(days=kw.pop("days_later")))
+    before = kw.pop("before", None)
+    found = RecallCandidate(message.id, message.sender, message.chat_id, kw.pop("rank", msg_id), score, **kw)
+    return Stored(found, Passage(message, before))
+
+
+def pack(
+    *stored: Stored,
+    room: int = ROOM,
+    shown: set[int] | None = None,
+    reads: list[list[int]] | None = None,
+    **settings: Any,
+):  # type: ignore[no-untyped-def]
+    """Pack the candidates; `reads` collects the ids of each read of passages packing asks for."""
+    passages = {s.candidate.id: s.passage for s in stored}
+
+    def read(candidates: Sequence[RecallCandidate]) -> dict[int, Passage]:
+        if reads is not None:
+            reads.append([c.id for c in candidates])
+        return {c.id: passages[c.id] for c in candidates if c.id in passages}
+
+    request = RecallRequest(
+        tuple(s.candidate for s in stored), replace(SETTINGS, **settings), read, frozenset({"invoic"}), _words
+    )
     return pack_recalled(request, room, shown or set(), COUNTER, None)
 
 
@@ -53,11 +91,7 @@ def test_passages_are_rendered_oldest_first_under_their_date() -> None:
 
 def test_a_new_day_and_another_chat_get_their_own_line() -> None:
     first = candidate(1, "Invoice 7 was paid.", 0.9)
-    other = first._replace(
-        message=replace(
-            first.message, id=2, created_at=first.message.created_at + timedelta(days=2), chat_id="billing"
-        ),
-    )
+    other = candidate(2, "Invoice 7 was paid.", 0.9, chat_id="billing", days_later=2)
     recalled = pack(first, other)
     assert recalled.message is not None
     assert "[2025-10-29, Wednesday, chat billing]" in recalled.message.content.split("\n")
@@ -153,3 +187,41 @@ def test_excerpt_keeps_a_whole_message_that_fits() -> None:
 def test_excerpt_of_one_endless_sentence_is_clipped() -> None:
     cut = excerpt("invoice " * 500, {"invoic"}, _words, COUNTER, 30)
     assert cut.cut and cut.text.endswith(ELLIPSIS) and COUNTER.count(cut.text) <= 32
+
+
+def test_only_what_packing_reaches_is_read() -> None:
+    """Passages are read a budget's worth at a time: what is in the history, below the cutoff or
+    past a full budget is never read, and each passage is read once."""
+    cands = [candidate(i, f"turn {i} about the invoice", 1 / i) for i in range(1, 101)]
+    reads: list[list[int]] = []
+    recalled = pack(*cands, room=200, shown={1}, reads=reads)
+    read = [i for batch in reads for i in batch]
+    assert len(read) == len(set(read)) and 1 not in read
+    included = [i.id for i in recalled.items if i.included]
+    assert set(included) <= set(read) and len(read) < 50
+    assert reasons(recalled)[100] == "over-budget"
+    # A clear answer: everything below the cutoff stays unread.
+    reads.clear()
+    weak = [candidate(i, f"weak {i}", 0.001) for i in range(2, 60)]
+    recalled = pack(candidate(1, "the clear answer", 0.9), *weak, reads=reads)
+    assert reads == [[1]]
+    assert set(reasons(recalled).values()) == {None, "below-cutoff"}
+
+
+def test_a_full_budget_stops_after_misses_in_a_row() -> None:
+    """Once FULL_AFTER_MISSES candidates in a row found no room, the rest are over-budget
+    unread; a fit in between starts the count again."""
+    long = [candidate(i, "invoice " * 60, 0.9 - i / 1000) for i in range(2, 2 + FULL_AFTER_MISSES)]
+    short = candidate(50, "paid", 0.5)
+    recalled = pack(candidate(1, "the invoice was paid", 0.95), *long, short, room=60, excerpt_tokens=10_000)
+    assert reasons(recalled)[50] == "over-budget"
+    assert f"{FULL_AFTER_MISSES} passages in a row did not fit" in " ".join(recalled.notes)
+    # One miss fewer: the short passage is still tried, and fits.
+    recalled = pack(candidate(1, "the invoice was paid", 0.95), *long[1:], short, room=60, excerpt_tokens=10_000)
+    assert reasons(recalled)[50] is None
+
+
+def test_a_passage_deleted_since_it_was_ranked_is_skipped() -> None:
+    first, gone = candidate(1, "still here", 0.9), candidate(2, "deleted meanwhile", 0.8)
+    recalled = pack(first, gone._replace(passage=None), candidate(3, "also here", 0.7))  # type: ignore[arg-type]
+    assert reasons(recalled) == {1: None, 3: None}

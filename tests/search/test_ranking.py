@@ -17,7 +17,7 @@ def _row(
     item: int, text: str, score: float, sender: str | None = "maria", kind: str = "message", at: float = 1_700_000_000.0
 ) -> Candidate:
     """A search's candidate: item `item` of source `item` × 10, its score (lower is better)."""
-    return Candidate(item, kind, item * 10, sender, at, len(text), score)
+    return Candidate(item, kind, item * 10, sender, None, at, len(text), score)
 
 
 def test_features_of_candidates_found_by_one_method_or_both() -> None:

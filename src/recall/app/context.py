@@ -4,7 +4,7 @@ the facts block, relevant long-term memories, the recalled past, observations.""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
@@ -30,7 +30,7 @@ from recall.core.inbox import RecalledPast
 from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.prompt import build_system_prompt
 from recall.core.recalled import SECTION as RECALLED
-from recall.core.recalled import RecallCandidate, RecallRequest, RecallSettings
+from recall.core.recalled import Passage, RecallCandidate, RecallRequest, RecallSettings
 from recall.core.routing import MENTION
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.errors import BudgetExceededError
@@ -245,24 +245,31 @@ class Contexts:
                     best[hit.source_id] = (score, hit)
         ranked = sorted(best.items(), key=lambda pair: (-pair[1][0], pair[0]))
         # Only what the agent heard (or wrote) is a candidate; the rest is never shown or listed.
-        heard = self.store.heard_among(world.key, agent.id, [source for source, _ in ranked])
-        # Only a short passage brings the turn it answers; each word is at least one token.
-        short = {i: m for i, m in heard.items() if len(m.content.split()) <= settings.neighbour_tokens}
-        previous = self._turns_before(world, agent, short)
+        # The messages themselves are read as packing reaches them.
+        heard = self.store.heard_ids(world.key, agent.id, [source for source, _ in ranked])
         candidates = [
             RecallCandidate(
-                heard[source],
-                rank,
-                score,
-                hit.keyword_score,
-                hit.similarity,
-                hit.time_score,
-                previous.get(source),
+                source, hit.sender or "", hit.chat_id, rank, score, hit.keyword_score, hit.similarity, hit.time_score
             )
             for rank, (source, (score, hit)) in enumerate(((s, v) for s, v in ranked if s in heard), 1)
         ]
         terms = frozenset(words(" ".join(q for q, _ in queries)))
-        return RecallRequest(tuple(candidates), settings, terms, words)
+        return RecallRequest(tuple(candidates), settings, self._passages(world, agent, settings), terms, words)
+
+    def _passages(
+        self, world: WorldRecord, agent: AgentProfile, settings: RecallSettings
+    ) -> Callable[[Sequence[RecallCandidate]], dict[int, Passage]]:
+        """Reads candidates' passages: each message, and for a short one the turn it answers."""
+
+        def read(candidates: Sequence[RecallCandidate]) -> dict[int, Passage]:
+            # The candidates are what the agent heard (`heard_ids`); the turns before them are checked.
+            heard = self.store.messages_among(world.key, [c.id for c in candidates])
+            # Only a short passage brings the turn it answers; each word is at least one token.
+            short = {i: m for i, m in heard.items() if len(m.content.split()) <= settings.neighbour_tokens}
+            previous = self._turns_before(world, agent, short)
+            return {i: Passage(m, previous.get(i)) for i, m in heard.items()}
+
+        return read
 
     def _turns_before(
         self, world: WorldRecord, agent: AgentProfile, messages: Mapping[int, Message]

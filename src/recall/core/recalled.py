@@ -20,6 +20,7 @@ in and why the others do not, and renders them as one system message:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date
@@ -37,6 +38,14 @@ SECTION = "recalled"
 MIN_LINE_TOKENS = 4
 #: The first line of the block (seed 001's wording).
 HEADER = "Similar past interactions that may be relevant:"
+#: Packing reads the passages of about one candidate per this many tokens of room left (a
+#: passage with its neighbour and date line takes ~30-45 on LoCoMo and the context bench), and
+#: at least READ_AHEAD_MIN at a time.
+READ_AHEAD_TOKENS = 40
+READ_AHEAD_MIN = 16
+#: After this many candidates in a row found no room, the budget counts as full: the rest are
+#: `over-budget` unread, not each read and measured against the last few tokens.
+FULL_AFTER_MISSES = 4
 
 
 @dataclass(frozen=True)
@@ -58,19 +67,19 @@ class RecallSettings:
 
 
 class RecallCandidate(NamedTuple):
-    """A message of the agent's memory as the search ranked it. `rank` is its 1-based place;
-    the scores are the search's: `score` the fused one (0..1), `keyword` the normalised BM25
-    score, `similarity` the cosine to the query, `time` how near it lies to a time the query
-    names (each None where that signal had nothing to say)."""
+    """A message of the agent's memory as the search ranked it, before it is read. `rank` is
+    its 1-based place; the scores are the search's: `score` the fused one (0..1), `keyword` the
+    normalised BM25 score, `similarity` the cosine to the query, `time` how near it lies to a
+    time the query names (each None where that signal had nothing to say)."""
 
-    message: Message
+    id: int
+    sender: str
+    chat_id: str | None
     rank: int
     score: float
     keyword: float | None = None
     similarity: float | None = None
     time: float | None = None
-    #: The turn it answers (its parent, else the one before it in its chat), if the agent heard it.
-    before: Message | None = None
 
     def scores(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "score": round(self.score, 6)}
@@ -80,10 +89,25 @@ class RecallCandidate(NamedTuple):
         return out
 
 
+class Passage(NamedTuple):
+    """What a candidate shows: its stored message, and the turn it answers (its parent, else
+    the one before it in its chat) where the agent heard it."""
+
+    message: Message
+    before: Message | None = None
+
+
+def _no_passages(candidates: Sequence[RecallCandidate]) -> Mapping[int, Passage]:
+    return {}
+
+
 @dataclass(frozen=True)
 class RecallRequest:
     candidates: Sequence[RecallCandidate]
     settings: RecallSettings
+    #: Reads the passages of some candidates, by id. Packing asks for them as it reaches them,
+    #: a budget's worth at a time: what is below the cutoff or past a full budget is never read.
+    passages: Callable[[Sequence[RecallCandidate]], Mapping[int, Passage]] = _no_passages
     #: The query's words as `words` normalises them, to find a long message's matching part.
     terms: Collection[str] = frozenset()
     words: Callable[[str], list[str]] = field(default=lambda text: text.lower().split())
@@ -181,6 +205,27 @@ class _Lines:
         return found
 
 
+class _Passages:
+    """The candidates' passages, read as packing reaches them: each read takes the next
+    candidates packing may still take, about one per READ_AHEAD_TOKENS of room left."""
+
+    def __init__(self, req: RecallRequest, takeable: Callable[[RecallCandidate], bool]) -> None:
+        self._candidates = req.candidates
+        self._read = req.passages
+        self._takeable = takeable
+        self._found: dict[int, Passage | None] = {}  # None: deleted since it was ranked
+
+    def at(self, at: int, room_left: int) -> Passage | None:
+        """The passage of the candidate at `at` (None: it is gone)."""
+        wanted = self._candidates[at].id
+        if wanted not in self._found:
+            ahead = (c for c in self._candidates[at:] if c.id not in self._found and self._takeable(c))
+            batch = list(itertools.islice(ahead, max(READ_AHEAD_MIN, room_left // READ_AHEAD_TOKENS)))
+            found = self._read(batch)
+            self._found.update((c.id, found.get(c.id)) for c in batch)
+        return self._found[wanted]
+
+
 def pack_recalled(
     req: RecallRequest,
     room: int,
@@ -213,30 +258,40 @@ def pack_recalled(
     render = _Lines(req, counter, chat_id)
 
     def out(c: RecallCandidate, reason: str) -> None:
-        m = c.message
-        items.append(ReportItem("message", m.id, False, SECTION, reason, 0, m.sender, m.chat_id, c.scores()))
+        items.append(ReportItem("message", c.id, False, SECTION, reason, 0, c.sender, c.chat_id, c.scores()))
 
-    for c in req.candidates:
-        m = c.message
-        if m.id in shown:
-            out(c, "in-history")
-            continue
-        if m.id in hidden or (newest is not None and m.id > newest):
-            out(c, hidden.get(m.id, "after-trigger"))
-            continue
-        if m.id in taken:  # already in, as the turn another passage needed
-            continue
+    def left_out(c: RecallCandidate) -> str | None:
+        """Why a candidate is out before its passage is read, if it is."""
+        if c.id in shown:
+            return "in-history"
+        if c.id in hidden or (newest is not None and c.id > newest):
+            return hidden.get(c.id, "after-trigger")
         if c.score < floor or (s.min_similarity > 0 and (c.similarity or 0.0) < s.min_similarity):
-            out(c, "below-cutoff")
+            return "below-cutoff"
+        return None
+
+    passages = _Passages(req, lambda n: n.id not in taken and left_out(n) is None)
+    misses, full_note = 0, ""
+    for at, c in enumerate(req.candidates):
+        if c.id in taken:  # already in, as the turn another passage needed
+            continue
+        reason = left_out(c)
+        if reason is not None:
+            out(c, reason)
             continue
         if s.limit and len(picked) >= s.limit:
             out(c, "over-depth")
             continue
-        if room - used < MIN_LINE_TOKENS:  # full: no need to cut and count the rest
+        if room - used < MIN_LINE_TOKENS or misses >= FULL_AFTER_MISSES:  # full: the rest stay unread
+            if misses >= FULL_AFTER_MISSES and not full_note:
+                full_note = f"recalled past full: {misses} passages in a row did not fit, the rest were not read"
             out(c, "over-budget")
             continue
-        lines = [render.turn(m)]
-        before = c.before
+        read = passages.at(at, room - used)
+        if read is None:  # deleted since it was ranked
+            continue
+        lines = [render.turn(read.message)]
+        before = read.before
         if (
             before is not None
             and render.shorter_than(lines[0], s.neighbour_tokens)
@@ -244,7 +299,7 @@ def pack_recalled(
             and before.id not in taken
             and before.id not in hidden
         ):
-            lines.insert(0, render.turn(before, neighbour_of=m.id))
+            lines.insert(0, render.turn(before, neighbour_of=c.id))
         cost = 0
         new_groups: list[str] = []
         for line in lines:
@@ -254,7 +309,9 @@ def pack_recalled(
                 cost += counter.count(f"{line.label}\n")
         if used + cost > room:
             out(c, "over-budget")
+            misses += 1
             continue
+        misses = 0
         used += cost
         groups.update(new_groups)
         turns.extend(lines)
@@ -273,9 +330,9 @@ def pack_recalled(
         tokens = overhead + counter.count_lines(rendered)
         if tokens <= room or not picked:
             break
-        _, dropped = picked.pop()
+        c, dropped = picked.pop()
         turns = [t for t in turns if t not in dropped]
-        items.append(_dropped_item(dropped[-1], req))
+        out(c, "over-budget")
         if not turns:
             return Recalled(None, items, notes)
     block = ContextMessage("system", content, SECTION, tokens)
@@ -290,10 +347,6 @@ def pack_recalled(
             included.append(ReportItem("message", m.id, True, SECTION, None, line.tokens, m.sender, m.chat_id, score))
     if any(not i.included and i.reason == "below-cutoff" for i in items):
         notes.append(f"recalled past stops below {s.cutoff:g} × the best score ({best:.4f})")
+    if full_note:
+        notes.append(full_note)
     return Recalled(block, [*included, *items], notes)
-
-
-def _dropped_item(turn: _Turn, req: RecallRequest) -> ReportItem:
-    c = next(c for c in req.candidates if c.message.id == turn.message.id)
-    m = c.message
-    return ReportItem("message", m.id, False, SECTION, "over-budget", 0, m.sender, m.chat_id, c.scores())

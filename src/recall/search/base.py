@@ -52,7 +52,7 @@ MAX_QUERY_CHARS = 4_000
 ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, s.sender, s.created_at, s.importance"
 
 #: The columns of `search_items s` a `Candidate` is made of (its score follows).
-CANDIDATE_COLUMNS = "s.id, s.kind, s.source_id, s.sender, s.created_at, length(s.text)"
+CANDIDATE_COLUMNS = "s.id, s.kind, s.source_id, s.sender, s.chat_id, s.created_at, length(s.text)"
 
 #: Words as the keyword engines split them (PostgreSQL's full text, the SQLite copy in memory,
 #: `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
@@ -100,6 +100,7 @@ class Candidate(NamedTuple):
     kind: str
     source_id: int
     sender: str | None
+    chat_id: str | None
     created_at: float
     #: Characters of its indexed text.
     chars: int
@@ -120,6 +121,9 @@ class Ranked(NamedTuple):
     similarity: float | None = None
     keyword_score: float | None = None
     time_score: float | None = None
+    #: Who wrote it and in which chat (None: the default chat), as the index holds them.
+    sender: str | None = None
+    chat_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -379,7 +379,7 @@ class SearchIndex:
         ran: Method = method if self.embedder is not None else "bm25"
         if ran == "bm25":
             return [
-                Ranked(c.id, c.kind, c.source_id, -c.score, ran, bm25_rank=place)
+                Ranked(c.id, c.kind, c.source_id, -c.score, ran, bm25_rank=place, sender=c.sender, chat_id=c.chat_id)
                 for place, c in enumerate(self._keyword(query, filters, k), 1)
             ]
         if ran == "vector":
@@ -392,6 +392,8 @@ class SearchIndex:
                     ran,
                     vector_rank=place,
                     similarity=similarity(c.score),
+                    sender=c.sender,
+                    chat_id=c.chat_id,
                 )
                 for place, c in enumerate(self._vector(query, filters, k), 1)
             ]

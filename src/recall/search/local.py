@@ -475,13 +475,15 @@ class LocalIndex:
                 partition.kind[rows].tolist(),
                 partition.source[rows].tolist(),
                 partition.sender[rows].tolist(),
+                partition.chat[rows].tolist(),
                 partition.created[rows].tolist(),
                 partition.chars[rows].tolist(),
                 strict=True,
             )
+            value = self._codes.value
             return [
-                Candidate(item, _KINDS[kind], source, self._codes.value(sender) or None, created, chars, score)
-                for (item, _, score), (kind, source, sender, created, chars) in zip(kept, columns, strict=True)
+                Candidate(item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score)
+                for (item, _, score), (kind, source, sender, chat, created, chars) in zip(kept, columns, strict=True)
             ]
 
     def build_graphs(self) -> int:

@@ -144,6 +144,8 @@ def rank(
             similarity=similarity(distances[item]) if item in distances else None,
             keyword_score=valued[item][0] if item in keyword_rank else None,
             time_score=valued[item][FEATURES.index("time_near")] if periods else None,
+            sender=found[item].sender,
+            chat_id=found[item].chat_id,
         )
         for item, score in scored[:k]
     ]

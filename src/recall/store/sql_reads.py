@@ -116,6 +116,31 @@ class SQLReads:
                 found[message.id] = message
         return found
 
+    def heard_ids(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> set[int]:
+        """Which of `message_ids` the agent heard: what `heard_among` checks, from the
+        deliveries alone (an agent's key is its world's, as are the messages delivered to it)."""
+        key = self._agent_key(world_id, agent_id)
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        heard: set[int] = set()
+        if key is None:
+            return heard
+        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
+            one_of, params = self._one_of("message_id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+            rows = self._read(f"SELECT message_id FROM deliveries WHERE agent_key = ? AND {one_of}", (key, *params))
+            heard.update(int(row[0]) for row in rows)
+        return heard
+
+    def messages_among(self, world_id: str, message_ids: Sequence[int]) -> dict[int, Message]:
+        """The world's messages among `message_ids`, by id (each looked up by its id)."""
+        ids = list(dict.fromkeys(int(i) for i in message_ids))
+        found: dict[int, Message] = {}
+        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
+            one_of, params = self._one_of("m.id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+            # The world is checked on the rows (as in `turns_before`).
+            rows = self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {one_of}", params)
+            found.update((row[0], message_record(row)) for row in rows if row[1] == world_id)
+        return found
+
     def turns_before(self, world_id: str, message_ids: Sequence[int]) -> dict[int, int]:
         """For each message, the id of the message just before it in its chat (none for the
         first), by message id."""
