@@ -83,9 +83,12 @@ class RecallCandidate(NamedTuple):
 
     def scores(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "score": round(self.score, 6)}
-        for name, value in (("keyword", self.keyword), ("similarity", self.similarity), ("time", self.time)):
-            if value is not None:
-                out[name] = round(value, 4)
+        if self.keyword is not None:
+            out["keyword"] = round(self.keyword, 4)
+        if self.similarity is not None:
+            out["similarity"] = round(self.similarity, 4)
+        if self.time is not None:
+            out["time"] = round(self.time, 4)
         return out
 
 

@@ -379,7 +379,8 @@ class SearchIndex:
         ran: Method = method if self.embedder is not None else "bm25"
         if ran == "bm25":
             return [
-                Ranked(c.id, c.kind, c.source_id, -c.score, ran, bm25_rank=place, sender=c.sender, chat_id=c.chat_id)
+                # Positional: a context build ranks hundreds (keywords cost a slower path).
+                Ranked(c.id, c.kind, c.source_id, -c.score, ran, place, None, None, None, None, c.sender, c.chat_id)
                 for place, c in enumerate(self._keyword(query, filters, k), 1)
             ]
         if ran == "vector":

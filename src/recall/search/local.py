@@ -159,19 +159,22 @@ class _Postings:
         self.rows = array("q")
         self.counts = array("f")
         self._weights: NDArray[np.float32] | None = None
-        self._weighed: tuple[int, float] = (0, 0.0)
+        self._weighed: tuple[int, float, float] = (0, 0.0, 0.0)
 
-    def weights(self, length: NDArray[Any], average: float) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-        """The rows, and each row's BM25 term-frequency weight (length-normalised against
-        `average`): kept until a row is added or the average length moves, so a term searched
-        again in a store that did not change costs one gather."""
+    def weights(
+        self, length: NDArray[Any], average: float, idf: float
+    ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """The rows, and each row's BM25 score for the term: `idf` × its term-frequency weight
+        (length-normalised against `average`): kept until a row is added or the average length
+        moves, so a term searched again in a store that did not change costs one gather."""
         rows = np.frombuffer(self.rows, dtype=np.int64)
-        if self._weights is None or self._weighed != (len(rows), average):
+        if self._weights is None or self._weighed != (len(rows), average, idf):
             counts = np.frombuffer(self.counts, dtype=np.float32)
             # Length normalisation of just the rows holding the term, not of the whole partition.
             norm = BM25_K1 * (1 - BM25_B + BM25_B * length[rows] / average)
-            self._weights = (counts * (BM25_K1 + 1) / (counts + norm)).astype(np.float32)
-            self._weighed = (len(rows), average)
+            weights = counts * (BM25_K1 + 1) / (counts + norm)
+            self._weights = np.float32(idf) * weights.astype(np.float32)
+            self._weighed = (len(rows), average, idf)
         return rows, self._weights
 
 
@@ -351,13 +354,13 @@ class _Partition:
             postings = self.terms.get(term)
             if postings is None:
                 continue
-            rows, weights = postings.weights(self.length, average)
-            df = len(rows)
+            df = len(postings.rows)
+            idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
+            rows, weights = postings.weights(self.length, average, idf)
             if selective:
                 passing = keep[rows]
                 rows, weights = rows[passing], weights[passing]
-            idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
-            np.add.at(scores, rows, np.float32(idf) * weights)
+            np.add.at(scores, rows, weights)
         scores *= keep  # what the filters leave out scores 0, and only rows above 0 are hits
         found = best_positions(scores, limit) if np.count_nonzero(scores) > limit else np.flatnonzero(scores)
         return self._best(found, scores[found], limit)
