@@ -24,6 +24,7 @@ NOT_COMPARED = {
     "search_items": "the search index, derived from messages, memories and facts (checked by searching)",
     "search_deleted": "the search index's log of deleted items",
     "search_state": "the search index's progress",
+    "fact_sources": "which messages extracted facts were read from: not exported (an imported fact records none)",
 }
 #: Internal surrogate keys, compared through what they name (world_id, agent_key).
 SURROGATES = {("worlds", "key"), ("participants", "key")}

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -47,8 +47,8 @@ EXTRACTION_MAX_TOKENS = 2000
 
 #: (tenant, scope) → (current facts, current sections)
 LoadFn = Callable[[str, str], tuple[list[Fact], dict[str, str]]]
-#: (tenant, scope, changes) → None; stores the changes
-ApplyFn = Callable[[str, str, FactChanges], None]
+#: (tenant, scope, changes) → whether they were stored (not when a message they were read from is gone)
+ApplyFn = Callable[[str, str, FactChanges], bool]
 
 
 @dataclass(frozen=True)
@@ -251,8 +251,9 @@ class ExtractionQueue:
             logger.exception("extraction for %s (thread %s) failed; nothing changed", scope, thread_id)
             return ExtractionRun(tenant, scope, thread_id, True, f"{type(e).__name__}: {e}")
         done = ExtractionRun(tenant, scope, thread_id, True)
-        changes = plan_changes(
-            facts, result, self.min_confidence, self.max_facts, source=(thread_id or "extraction")[:200]
+        changes = replace(
+            plan_changes(facts, result, self.min_confidence, self.max_facts, source=(thread_id or "extraction")[:200]),
+            sources=tuple(m.id for m in messages),
         )
         for content, reason in changes.skipped:
             logger.debug("extraction for %s skipped %r: %s", scope, content, reason)
@@ -260,10 +261,19 @@ class ExtractionQueue:
             logger.info("extraction for %s (thread %s): nothing to change", scope, thread_id)
             return done
         try:
-            self._apply(tenant, scope, changes)
+            stored = self._apply(tenant, scope, changes)
         except Exception as e:
             logger.exception("extraction for %s (thread %s) could not store its changes", scope, thread_id)
             return ExtractionRun(tenant, scope, thread_id, True, f"could not store the changes: {e}")
+        if not stored:
+            logger.info(
+                "extraction for %s (thread %s): a message it read was deleted meanwhile; nothing stored",
+                scope,
+                thread_id,
+            )
+            return ExtractionRun(
+                tenant, scope, thread_id, True, "a message it read was deleted meanwhile; nothing stored"
+            )
         logger.info("extraction for %s (thread %s): %s", scope, thread_id, changes.summary())
         return done
 

@@ -178,8 +178,9 @@ class Facts:
         """A canonical scope's facts and sections, as an extraction starts from them."""
         return self.store.list_facts(tenant, scope), self.store.get_sections(tenant, scope)
 
-    def apply_changes(self, tenant: str, scope: str, changes: FactChanges) -> None:
-        """Store what an extraction decided for a canonical scope."""
+    def apply_changes(self, tenant: str, scope: str, changes: FactChanges) -> bool:
+        """Store what an extraction decided for a canonical scope; False when nothing was
+        stored because a message it was read from is gone (erased while the model ran)."""
         written = self.store.change_facts(
             tenant,
             scope,
@@ -187,9 +188,11 @@ class Facts:
             add=changes.add,
             remove_ids=changes.remove_ids,
             sections=changes.sections or None,
+            sources=changes.sources,
         )
         self._unindex(written.removed)
         self._index(tenant, written.added)
+        return not written.stale
 
     # -- the search index -----------------------------------------------------------------
 

@@ -277,6 +277,9 @@ class FactChanges:
     add: tuple[NewFact, ...] = ()
     #: What was not applied and why: (content or item, reason), for the log and reports.
     skipped: tuple[tuple[str, str], ...] = ()
+    #: The messages the extraction read: each fact it adds records them (erasing one of them
+    #: removes the fact), and the change is dropped if one is gone by the time it is stored.
+    sources: tuple[int, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -96,6 +96,8 @@ class FactWrite:
     added: tuple[Fact, ...] = ()
     updated: tuple[Fact, ...] = ()
     removed: tuple[int, ...] = ()
+    #: Nothing was written: a message the change was read from is gone (`change_facts` sources).
+    stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,6 +257,7 @@ class Store(Protocol):
         update: Mapping[int, NewFact] | None = None,
         sections: Mapping[str, str] | None = None,
         clear: bool = False,
+        sources: Sequence[int] = (),
     ) -> FactWrite: ...
     def get_sections(self, tenant: str, scope: str) -> dict[str, str]: ...
     def list_fact_scopes(self, tenant: str) -> list[tuple[str, int]]: ...

@@ -44,6 +44,7 @@ TABLES: tuple[tuple[str, str, str], ...] = (
     ),
     ("facts", "id, tenant, scope, content, category, confidence, source, avoid, created_at, updated_at", "id"),
     ("fact_sections", "tenant, scope, sections, updated_at", "tenant, scope"),
+    ("fact_sources", "fact_id, message_id", "fact_id, message_id"),
     ("notes", "id, world_id, owner, type, content, importance, chat_id, metadata, created_at", "id"),
     (
         "search_items",

@@ -73,6 +73,7 @@ _KEPT_ID_SEQUENCES = (
 
 class PostgresStore(SQLWorlds):
     LOCK_ROWS = " FOR UPDATE"
+    KEEP_ROWS = " FOR KEY SHARE"
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, connect_timeout: float = 30.0) -> None:
         self.url = url

@@ -211,6 +211,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE context_sessions ADD COLUMN recalled_digest TEXT NOT NULL DEFAULT '';
         """,
     ),
+    (
+        6,
+        """
+        -- Where an extracted fact came from, as in the SQLite store's version 9.
+        CREATE TABLE fact_sources (
+            fact_id     BIGINT NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
+            message_id  BIGINT NOT NULL,
+            PRIMARY KEY (fact_id, message_id)
+        );
+        CREATE INDEX fact_sources_by_message ON fact_sources (message_id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -34,6 +34,8 @@ class SQLWrites(SQLReads):
     #: What a read inside a write transaction appends to lock the rows it will change ('' where
     #: the whole database is locked for the transaction, as on SQLite).
     LOCK_ROWS = ""
+    #: The same for rows a transaction only needs to stay (a delete of them waits for it).
+    KEEP_ROWS = ""
 
     def _write(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -182,14 +184,25 @@ class SQLWrites(SQLReads):
         update: Mapping[int, NewFact] | None = None,
         sections: Mapping[str, str] | None = None,
         clear: bool = False,
+        sources: Sequence[int] = (),
     ) -> FactWrite:
         """Every change to a scope's facts in one transaction: clear, remove, update, add, and
-        merge sections (an empty text deletes a section)."""
+        merge sections (an empty text deletes a section). `sources` are the messages the change
+        was read from (an extraction's): each added or updated fact records them, and should
+        one of them be gone (erased meanwhile), nothing is written (`FactWrite.stale`)."""
         at = ts(now)
+        wanted = sorted({int(i) for i in sources})
         with self._write() as db:
 
             def returned(sql: str, params: Sequence[Any]) -> Iterator[Any]:
                 yield from self._execute(db, sql, params).fetchall()
+
+            if wanted:
+                # Kept until this commits: an erase deleting one of them waits, then finds these facts.
+                one_of, params = self._one_of("id", wanted, "::bigint[]")
+                found = returned(f"SELECT id FROM messages WHERE {one_of}{self.KEEP_ROWS}", params)
+                if sum(1 for _ in found) < len(wanted):
+                    return FactWrite(stale=True)
 
             removed: list[int] = []
             if clear:
@@ -229,6 +242,13 @@ class SQLWrites(SQLReads):
                     " updated_at = excluded.updated_at",
                     (tenant, scope, merged_sections(current[0] if current else None, sections), at),
                 )
+            for fact in (*added, *updated):
+                for message_id in wanted:
+                    self._execute(
+                        db,
+                        "INSERT INTO fact_sources (fact_id, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                        (fact.id, message_id),
+                    )
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 
     # -- long-term memories ---------------------------------------------------------------

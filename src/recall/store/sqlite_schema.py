@@ -272,6 +272,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE context_sessions ADD COLUMN recalled_digest TEXT NOT NULL DEFAULT '';
         """,
     ),
+    (
+        9,
+        """
+        -- Where an extracted fact came from: the messages its extraction read. Erasing a person
+        -- removes the facts any of its messages were read for, in whatever scope they went.
+        CREATE TABLE fact_sources (
+            fact_id     INTEGER NOT NULL REFERENCES facts (id) ON DELETE CASCADE,
+            message_id  INTEGER NOT NULL,
+            PRIMARY KEY (fact_id, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX fact_sources_by_message ON fact_sources (message_id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

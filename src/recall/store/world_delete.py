@@ -143,6 +143,8 @@ class SQLDeletes(SQLWrites):
                 )
                 self._forget_world_rows(db, world_id, stored_id)
             removed_facts = self._delete_facts(db, facts) if facts is not None else ()
+            if erase:  # and what was extracted from its messages, in whatever scope it went
+                removed_facts = tuple(sorted({*removed_facts, *self._delete_facts_read_from(db, gone.messages)}))
             self._execute(db, "DELETE FROM participants WHERE key = ?", (key,))
             self._changed(db)
             removed = Removed(
@@ -175,6 +177,18 @@ class SQLDeletes(SQLWrites):
         )
         self._execute(db, f"DELETE FROM fact_sections WHERE tenant = ? AND {scope_is}", (facts.tenant, *params))
         return tuple(sorted(removed))
+
+    def _delete_facts_read_from(self, db: Any, message_ids: Sequence[int]) -> tuple[int, ...]:
+        """Delete the facts an extraction read any of these messages for (`fact_sources`)."""
+        removed: list[int] = []
+        for chunk in chunks(message_ids):
+            one_of, params = self._one_of("message_id", chunk, "::bigint[]")
+            removed += self._column_of(
+                db,
+                f"DELETE FROM facts WHERE id IN (SELECT fact_id FROM fact_sources WHERE {one_of}) RETURNING id",
+                params,
+            )
+        return tuple(removed)
 
     # -- messages -------------------------------------------------------------------------
 
