@@ -25,6 +25,7 @@ from recall.server.config import ServerConfig
 from recall.store import open_store
 from recall.store.postgres import PostgresStore, redacted_url
 from recall.store.postgres_schema import LATEST_VERSION
+from recall.store.urls import redacted_text
 from tests.server.conftest import start_server, stop_server
 
 SETTINGS = Settings(embeddings="none", index_interval=0)
@@ -51,6 +52,23 @@ def test_an_unreachable_server_is_a_clear_error_without_the_password() -> None:
     assert "cannot connect to PostgreSQL at postgresql://recall:***@127.0.0.1:9/recall" in str(info.value)
     assert "hunter2" not in str(info.value)
     assert redacted_url("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_a_short_password_is_masked_in_the_url_only() -> None:
+    """A password that is also a letter of the reason ('e') leaves the reason readable."""
+    url = "postgresql://recall:e@127.0.0.1:9/recall?connect_timeout=1"
+    with pytest.raises(RecallError) as info:
+        PostgresStore(url, pool_size=1, connect_timeout=2)
+    message = str(info.value)
+    assert message.startswith(
+        "cannot connect to PostgreSQL at postgresql://recall:***@127.0.0.1:9/recall?connect_timeout=1: "
+    )
+    assert "***" not in message.split(": ", 1)[1] and "refused" in message
+    # Where libpq quotes the URL or a conninfo string, the password goes from there.
+    assert redacted_text('invalid "postgresql://u:e@h/db" and password=e here', "postgresql://u:e@h/db") == (
+        'invalid "postgresql://u:***@h/db" and password=*** here'
+    )
+    assert redacted_text("at postgresql://u:p%40ss@h/db", "postgresql://u:p%40ss@h/db") == "at postgresql://u:***@h/db"
 
 
 def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) -> None:

@@ -41,7 +41,7 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
-from recall.store.urls import redacted_url, url_password
+from recall.store.urls import redacted_text, redacted_url
 from recall.store.world_dump import SQLWorlds
 
 #: Advisory lock keys (any constant numbers, unique to recall).
@@ -110,10 +110,7 @@ class PostgresStore(SQLWorlds):
                 conninfo = make_conninfo(self.url, connect_timeout=max(2, math.ceil(timeout)))
             psycopg.connect(conninfo).close()
         except psycopg.Error as exc:
-            reason = " ".join(str(exc).split())  # libpq's reasons span lines
-            password = url_password(self.url)
-            if password:
-                reason = reason.replace(password, "***")
+            reason = redacted_text(" ".join(str(exc).split()), self.url)  # libpq's reasons span lines
             raise StoreOpenError(f"cannot connect to PostgreSQL at {self.path}: {reason}") from None
 
     # -- plumbing -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ without loading psycopg.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 #: The schemes of a PostgreSQL URL, as libpq accepts them.
@@ -39,12 +40,6 @@ def _credentials(url: str) -> tuple[str, str, str | None, str] | None:
     return scheme + slashes, user, password if colon else None, f"{host}{slash}{tail}"
 
 
-def url_password(url: str) -> str | None:
-    """The password a PostgreSQL URL carries (decoded), or None."""
-    parts = _credentials(url)
-    return unquote(parts[2]) if parts is not None and parts[2] else None
-
-
 def redacted_url(url: str) -> str:
     """The URL without its password, for messages and logs (a file name comes back as it is)."""
     parts = _credentials(url)
@@ -52,3 +47,17 @@ def redacted_url(url: str) -> str:
         return url
     prefix, user, _, rest = parts
     return f"{prefix}{user}:***@{rest}"
+
+
+def redacted_text(text: str, url: str) -> str:
+    """`text` (an error from libpq) without the password of `url`: where it quotes the URL or a
+    `password=` setting. The password alone is not searched for: a short one ('e') would
+    garble every word that holds it."""
+    parts = _credentials(url)
+    password = parts[2] if parts is not None else None
+    if parts is not None and password is not None:
+        prefix, user, _, rest = parts
+        for shown in dict.fromkeys((password, unquote(password))):
+            text = text.replace(f"{prefix}{user}:{shown}@{rest}", redacted_url(url))
+            text = text.replace(f":{shown}@", ":***@")
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text)
