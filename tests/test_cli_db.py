@@ -141,10 +141,23 @@ def bad_locations(tmp_path: Path) -> dict[str, tuple[str, str, str]]:
         "not sqlite": (str(not_sqlite), "not a recall store", "not a recall store"),
         "bad url": (url, "cannot connect to PostgreSQL", "cannot connect to PostgreSQL"),
         "path-mangled url": ("postgresql:/u:hunter2@localhost/db", "PostgreSQL URL", "PostgreSQL URL"),
+        "other database's url": ("mysql://u:hunter2@host/db", "is a mysql URL", "postgresql://"),
+        "path-mangled other url": ("mysql:/u:hunter2@localhost", "is a mysql URL", "a SQLite file"),
     }
 
 
-@pytest.mark.parametrize("kind", ["directory", "unwritable", "not sqlite", "bad url", "path-mangled url"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "directory",
+        "unwritable",
+        "not sqlite",
+        "bad url",
+        "path-mangled url",
+        "other database's url",
+        "path-mangled other url",
+    ],
+)
 def test_a_bad_location_is_one_line_on_every_command(kind: str, tmp_path: Path) -> None:
     location, needs, creates = bad_locations(tmp_path)[kind]
     creating = creating_commands(tmp_path)

@@ -57,6 +57,18 @@ def test_the_sqlite_store_never_takes_a_url_for_a_file_name(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("location", ["mysql://u:hunter2@h/db", "redis:/u:hunter2@h:6379", "sqlite:///x.db"])
+def test_a_url_of_another_database_names_the_schemes_recall_opens(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError, match="postgresql://") as info:
+        Recall(location)
+    assert f"is a {location.partition(':')[0]} URL" in str(info.value) and "a SQLite file" in str(info.value)
+    assert "hunter2" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(RecallError, match=f"cannot open {tmp_path}: it is a directory"):
         Recall(tmp_path, SETTINGS)

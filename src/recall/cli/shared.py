@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from recall.api import Recall, default_db
-from recall.errors import RecallError, StoreOpenError
+from recall.errors import InvalidInputError, RecallError, StoreOpenError
 from recall.settings import Settings
-from recall.store.urls import is_collapsed_postgres_url, is_postgres_url
+from recall.store.urls import foreign_scheme, foreign_url_error, is_collapsed_postgres_url, is_postgres_url
 
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -88,6 +88,8 @@ def check_location(location: str, *, create: bool) -> None:
     """Refuse a store file that does not exist (unless the command creates one), and never
     create missing folders: a misspelt --db must not leave an empty store behind. A URL, and
     a file that exists, are left to the store to judge."""
+    if foreign_scheme(location) is not None:
+        raise InvalidInputError("db", foreign_url_error(location))
     if location == ":memory:" or is_postgres_url(location) or is_collapsed_postgres_url(location):
         return
     path = Path(location)

@@ -38,7 +38,13 @@ from recall.store.rows import (
 )
 from recall.store.sql_reads import RAISE_INBOX_MARK
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
-from recall.store.urls import is_collapsed_postgres_url, is_postgres_url, redacted_url
+from recall.store.urls import (
+    foreign_scheme,
+    foreign_url_error,
+    is_collapsed_postgres_url,
+    is_postgres_url,
+    redacted_url,
+)
 from recall.store.world_dump import SQLWorlds
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
@@ -52,6 +58,8 @@ def _refuse_url(path: str) -> None:
         raise InvalidInputError(
             "db", f"{redacted_url(path)} is a PostgreSQL URL, not a SQLite file: open it with Recall(url) or open_store"
         )
+    if foreign_scheme(path) is not None:
+        raise InvalidInputError("db", foreign_url_error(path))
     if is_collapsed_postgres_url(path):
         raise InvalidInputError(
             "db",

@@ -18,6 +18,28 @@ def is_postgres_url(location: str) -> bool:
     return location.startswith(tuple(f"{scheme}://" for scheme in SCHEMES))
 
 
+#: What a URL of any scheme begins with (`mysql://`, `sqlite:///`, `redis:/` once collapsed).
+_ANY_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
+
+
+def foreign_scheme(location: str) -> str | None:
+    """The scheme of a URL recall does not open (anything but PostgreSQL's), else None: such a
+    location is never a file name."""
+    found = _ANY_URL.match(location)
+    if found is None or found.group(1).lower() in SCHEMES:
+        return None
+    return found.group(1)
+
+
+def foreign_url_error(location: str) -> str:
+    """What to say of a location `foreign_scheme` names, without its password."""
+    shown = re.sub(r"^([^:]+:/+[^/@:]*:)[^@/]*@", r"\1***@", location)
+    return (
+        f"{shown} is a {foreign_scheme(location)} URL: recall opens a SQLite file (a path, or :memory:) "
+        "or a PostgreSQL database (postgresql://USER:PASSWORD@HOST/DB or postgres://…)"
+    )
+
+
 def is_collapsed_postgres_url(location: str) -> bool:
     """Whether a location is a PostgreSQL URL whose `//` became `/`, as `str(Path(url))` makes
     it: such a name must never be opened as a SQLite file."""
