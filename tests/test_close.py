@@ -4,8 +4,12 @@ closed store; closing twice is harmless. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -123,3 +127,39 @@ def test_closing_while_the_indexer_embeds_logs_no_error(db: str, caplog: pytest.
 
 def _note(day: int, n: int) -> PostRequest:
     return PostRequest("maria", f"Day {day}, note {n}: the delivery of crate {n} to dock {day} is late again.")
+
+
+def readme_snippet() -> str:
+    """The README's first Python snippet: what a new user saves as a script and runs."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    return readme.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_script_that_never_closes_its_recall_exits_cleanly(tmp_path: Path) -> None:
+    """The README's snippet never calls close(): at interpreter exit the indexer, which may be
+    inside the embedding runtime, is stopped first (it used to abort the process, exit 134,
+    'terminate called without an active exception', in 4 runs of 10)."""
+    script = tmp_path / "tour.py"
+    script.write_text(readme_snippet(), encoding="utf-8")
+    assert "Recall(" in script.read_text() and "close()" not in script.read_text()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}
+    for run in range(20):
+        store = tmp_path / str(run)
+        store.mkdir()
+        done = subprocess.run(
+            [sys.executable, str(script)], cwd=store, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert (done.returncode, done.stderr) == (0, ""), f"run {run}"
+        assert (store / "recall.db").is_file()
+
+
+def test_a_recall_dropped_without_close_stops_its_threads(tmp_path: Path) -> None:
+    before = set(threading.enumerate())
+    mem = Recall(tmp_path / "r.db", Settings(embeddings="none", index_interval=0.05))
+    world = mem.world("w", create=True)
+    world.add_human("maria")
+    world.post("maria", "hello")
+    assert started_since(before)  # the indexer
+    del world, mem
+    gc.collect()
+    assert started_since(before) == []

@@ -8,6 +8,7 @@ service before the split stay, as the parts' own bound methods (no second signat
 from __future__ import annotations
 
 import threading
+import weakref
 
 from recall.app.agent_state import AgentState
 from recall.app.context import Contexts
@@ -22,6 +23,7 @@ from recall.app.world_export import WorldExports
 from recall.app.worlds import Worlds
 from recall.llm.factory import chat_model_from_settings
 from recall.llm.summarizer import LLMSummarizer
+from recall.search.indexer import BackgroundIndexer
 from recall.search.open import open_search_index
 from recall.settings import Settings
 from recall.store.base import PostListener, SharedRateLimits, Store
@@ -51,6 +53,10 @@ class RecallService:
         #: Deleting worlds, participants and messages; exporting and importing whole worlds.
         self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index)
         self.exports = WorldExports(store, settings, worlds, self.index)
+        # A service never closed (a script's `mem = Recall(...)`) still stops its threads and
+        # closes its store at interpreter exit, before the runtime tears down: an indexer thread
+        # still inside the embedding runtime then aborts the process.
+        self._shut_down = weakref.finalize(self, _shut_down, self.extraction, self.indexer, store)
 
     @property
     def post_count(self) -> int:
@@ -87,10 +93,18 @@ class RecallService:
         end, however long their current step takes (a model call is bounded by its timeout, an
         indexing step by its batch): the store closes next, and a thread left running would
         fail against it. Calling it again does nothing more."""
-        self.extraction.close()
-        if self.indexer is not None:
-            self.indexer.stop()
+        _stop_background(self.extraction, self.indexer)
 
     def close(self) -> None:
-        self.stop_background()
-        self.store.close()
+        self._shut_down()  # once: a second close does nothing
+
+
+def _stop_background(extraction: Extraction, indexer: BackgroundIndexer | None) -> None:
+    extraction.close()
+    if indexer is not None:
+        indexer.stop()
+
+
+def _shut_down(extraction: Extraction, indexer: BackgroundIndexer | None, store: Store) -> None:
+    _stop_background(extraction, indexer)
+    store.close()
