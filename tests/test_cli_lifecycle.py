@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from recall import Recall, Settings
 from recall.cli import app
 
 runner = CliRunner()
@@ -31,6 +32,10 @@ def db(tmp_path: Path) -> Path:
     recall(path, "post", "w", "--sender", "bob", "@agent-a hello")
     recall(path, "facts", "add", "user:maria", "Lives in Lisbon")
     return path
+
+
+def facts(db: Path, scope: str = "user:maria") -> list[dict[str, object]]:
+    return list(json.loads(recall(db, "facts", "list", scope, "--json"))["facts"])
 
 
 def message_ids(db: Path) -> list[int]:
@@ -80,6 +85,32 @@ def test_erasing_a_human_and_deleting_an_agent_and_the_world(db: Path) -> None:
     assert json.loads(recall(db, "agent", "delete", "w", "agent-a", "-y"))["deliveries"] == 1
     assert json.loads(recall(db, "world", "delete", "w", "-y"))["messages"] == 1
     assert "unknown world 'w'" in recall(db, "world", "delete", "w", "-y", ok=False)
+
+
+def test_backup_delete_and_restore_in_one_store(db: Path, tmp_path: Path) -> None:
+    """Issue 24: export, world delete, import-world failed on the `user:` fact the delete keeps."""
+    out = tmp_path / "w.jsonl"
+    said = recall(db, "export", "w", "-o", str(out))
+    assert said.strip().endswith(
+        "1 world, 3 participants, 1 chat, 2 messages, 2 deliveries, 1 fact, and 1 record of read state and counters"
+    )
+    recall(db, "world", "delete", "w", "--yes")
+    assert [f["content"] for f in facts(db)] == ["Lives in Lisbon"]
+    printed = json.loads(recall(db, "import-world", str(out)))
+    assert printed["imported"]["message"] == 2 and "fact" not in printed["imported"]  # the fact was still here
+    assert [json.loads(line)["content"] for line in recall(db, "messages", "w").splitlines()] == [
+        "@agent-a my parcel is late",
+        "@agent-a hello",
+    ]
+    with Recall(db, Settings(index_interval=0)) as mem:
+        assert [h.text for h in mem.search("user:maria", "Lisbon")] == ["Lives in Lisbon"]  # indexed once
+    # A different fact under the exported fact's id is still a conflict, and says so.
+    recall(db, "world", "delete", "w", "--yes")
+    recall(db, "facts", "delete", "user:maria", str(facts(db)[0]["id"]))
+    recall(db, "facts", "add", "user:maria", "Moved to Porto")
+    changed = out.read_text().replace('"Lives in Lisbon"', '"Lives in Faro"')
+    taken = recall(db, "import-world", "-", input=changed, ok=False)
+    assert "nothing was imported" in taken
 
 
 @pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])

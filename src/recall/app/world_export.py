@@ -164,11 +164,37 @@ class WorldExports:
         read = self._read(lines)
         self._check_references(read)
         into = str(read.world["tenant"]) if tenant is None else tenant
-        world = self.store.import_world(WorldImport(into, read.world, dict(read.rows)))
+        rows = self._without_what_is_here(into, read.rows)
+        world = self.store.import_world(WorldImport(into, read.world, rows))
         self.worlds._drop_caches()
-        self._index(world, read.rows)
-        counts = {TYPES[table]: len(rows) for table, rows in read.rows.items() if rows}
+        self._index(world, rows)
+        counts = {TYPES[table]: len(table_rows) for table, table_rows in rows.items() if table_rows}
         return Imported(world, {"world": 1, **counts})
+
+    def _without_what_is_here(
+        self, tenant: str, rows: Mapping[str, list[tuple[Any, ...]]]
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """The rows to store: but the facts and summary sections the store already holds as they
+        are. A world delete keeps its humans' `user:ID` facts (they belong to the tenant), so a
+        world exported, deleted and imported again finds them in place; a different fact under
+        one of the ids is still a conflict."""
+        kept = dict(rows)
+        kept["facts"] = [row for row in rows.get("facts", ()) if not self._fact_is_here(tenant, row)]
+        kept["fact_sections"] = [
+            row for row in rows.get("fact_sections", ()) if self.store.get_sections(tenant, row[0]) != _sections(row[1])
+        ]
+        return kept
+
+    def _fact_is_here(self, tenant: str, row: tuple[Any, ...]) -> bool:
+        fact_id, scope, content, category, confidence, source, avoid = row[:7]
+        here = self.store.get_fact(tenant, scope, fact_id)
+        return here is not None and (here.content, here.category, here.confidence, here.source, here.avoid) == (
+            content,
+            category,
+            confidence,
+            source,
+            avoid,
+        )
 
     def _read(self, lines: Iterable[Line]) -> _Read:
         world: dict[str, Any] | None = None
@@ -324,3 +350,8 @@ class WorldExports:
             items.append(IndexItem(world.tenant, space, "fact", fact_id, owner, content, dt(updated_at)))
         if items:
             self.index.add(items)
+
+
+def _sections(stored: Any) -> dict[str, str]:
+    """A scope's summary sections as an export row holds them (JSON text)."""
+    return dict(json.loads(stored)) if isinstance(stored, str) else dict(stored or {})

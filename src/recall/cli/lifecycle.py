@@ -100,5 +100,26 @@ def import_world(
         print_json({"world": world.world.id, "tenant": world.world.tenant, "imported": world.counts})
 
 
+#: Record types of an export as a person counts them (one, many); the others are bookkeeping.
+_NOUNS = {
+    "world": ("world", "worlds"),
+    "participant": ("participant", "participants"),
+    "chat": ("chat", "chats"),
+    "message": ("message", "messages"),
+    "delivery": ("delivery", "deliveries"),
+    "observation": ("observation", "observations"),
+    "note": ("agent note", "agent notes"),
+    "memory": ("memory", "memories"),
+    "fact": ("fact", "facts"),
+    "fact_sections": ("scope's summary", "scopes' summaries"),
+}
+
+
 def _summary(counts: dict[str, Any]) -> str:
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    """`1 world, 4 participants, 7 messages, …`, then how many bookkeeping records (read marks,
+    counters, context sessions) came along."""
+    shown = [f"{n} {_NOUNS[kind][n != 1]}" for kind, n in counts.items() if kind in _NOUNS and n]
+    other = sum(n for kind, n in counts.items() if kind not in _NOUNS)
+    if other:
+        shown.append(f"and {other} record{'s' if other != 1 else ''} of read state and counters")
+    return ", ".join(shown)
