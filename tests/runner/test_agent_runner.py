@@ -95,17 +95,18 @@ def test_tool_calls_run_and_stay_in_the_history(world: World, model_server: Mode
     assert not any(m.get("tool_calls") or m["role"] == "tool" for m in other)
 
 
-def test_a_model_error_is_logged_and_answered_with_an_apology(
+def test_a_model_error_is_logged_and_counted_and_the_world_hears_nothing(
     world: World, model_server: ModelServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     helper = runner(world, model_server)
     model_server.script(500)
     world.post("maria", "@helper are you there?")
     with caplog.at_level(logging.WARNING, logger="recall.runner"):
-        assert helper.step() == 1
-    assert contents(world)[-1] == ("helper", APOLOGY)
+        assert helper.step() == 0
+    assert contents(world)[-1] == ("maria", "@helper are you there?")
     assert helper.stats.model_errors == 1
     assert "model failed" in caplog.text and "HTTP 500" in caplog.text
+    assert APOLOGY not in caplog.text
 
 
 def test_world_tags_and_post_processing(world: World, model_server: ModelServer) -> None:

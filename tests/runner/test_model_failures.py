@@ -7,6 +7,7 @@ Against a real local model server, a real recall server, SQLite and PostgreSQL."
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -45,9 +46,9 @@ def world(mem: Recall) -> World:
     return mem.world("w")
 
 
-def helper_runner(world: World, server: ModelServer) -> AgentRunner:
+def helper_runner(world: World, server: ModelServer, notice: str | None = APOLOGY) -> AgentRunner:
     model = OpenAICompatibleModel("test-model", base_url=server.openai_url, max_retries=0)
-    return AgentRunner(LocalBackend(world.agent("helper")), model)
+    return AgentRunner(LocalBackend(world.agent("helper")), model, outage_notice=notice)
 
 
 def apologies(world: World) -> list[str | None]:
@@ -75,8 +76,9 @@ def test_the_check_passes_on_a_live_model_and_names_what_fails(model_server: Mod
         OpenAICompatibleModel("test-model", base_url=unreachable).check()
 
 
-def test_without_a_models_list_the_check_makes_a_one_token_call(model_server: ModelServer) -> None:
-    model_server.model_list = 404
+@pytest.mark.parametrize("status", [404, 405, 501])
+def test_without_a_models_list_the_check_makes_a_one_token_call(model_server: ModelServer, status: int) -> None:
+    model_server.model_list = status  # 501: a minimal server with chat completions only
     model_server.script("hi")
     OpenAICompatibleModel("test-model", base_url=model_server.openai_url).check()
     assert model_server.bodies(CHAT)[0]["max_tokens"] == 1
@@ -123,7 +125,24 @@ def test_agent_run_with_an_unreachable_or_unauthorised_model_exits_1_and_posts_n
 # -- an outage -------------------------------------------------------------------------------
 
 
-def test_an_outage_gets_one_apology_per_chat_until_the_model_answers(world: World, model_server: ModelServer) -> None:
+def test_an_outage_posts_nothing_into_the_world_by_default(
+    world: World, model_server: ModelServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The world is a shared record: an outage goes to the log and the runner's counts."""
+    helper = helper_runner(world, model_server, notice=None)
+    model_server.responder = lambda path, body: 503
+    with caplog.at_level(logging.WARNING, logger="recall.runner"):
+        for text in ("@helper are you there?", "@helper hello?"):
+            world.post("maria", text)
+            helper.step()
+    assert [m.sender for m in world.messages(all_chats=True)] == ["maria", "maria"]
+    assert helper.stats.model_errors == 2 and helper.stats.replies == 0
+    assert sum("left unanswered" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_an_outage_notice_is_posted_once_per_chat_until_the_model_answers(
+    world: World, model_server: ModelServer
+) -> None:
     helper = helper_runner(world, model_server)
     model_server.responder = lambda path, body: 503
     # Three messages in one chat, each arriving while the model is down.
@@ -147,7 +166,7 @@ def test_an_outage_gets_one_apology_per_chat_until_the_model_answers(world: Worl
     assert apologies(world) == [None, "side", None]
 
 
-def test_pending_messages_met_by_a_failing_model_get_one_apology(world: World, model_server: ModelServer) -> None:
+def test_pending_messages_met_by_a_failing_model_get_one_notice(world: World, model_server: ModelServer) -> None:
     helper = helper_runner(world, model_server)
     model_server.responder = lambda path, body: 503
     for text in ("@helper are you there?", "@helper hello?", "@helper anyone?"):

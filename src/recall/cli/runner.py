@@ -26,6 +26,14 @@ def agent_run(
     ] = None,
     max_tokens: Annotated[int, typer.Option(help="Longest reply, in tokens.")] = 1024,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Do not queue fact extraction.")] = False,
+    outage_notice: Annotated[
+        str | None,
+        typer.Option(
+            help="Posted in a chat when the model fails there (once until it answers again). Default: nothing is"
+            " posted; the failure is logged.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run agents against a recall server, answering with a model.
 
@@ -42,14 +50,17 @@ def agent_run(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         chat_model = agent_model(model, base_url=base_url, api_key=api_key)
-        # A model that cannot answer would only post apologies: say so now, and start nothing.
+        # A model that cannot answer would leave every message unanswered: say so now, start nothing.
         chat_model.check()
     except RecallError as exc:
         fail(exc)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     backends = [HttpBackend(server, world, agent_id, api_key=server_key) for agent_id in agent]
-    runners = [AgentRunner(b, chat_model, max_tokens=max_tokens, extract=not no_extract) for b in backends]
+    runners = [
+        AgentRunner(b, chat_model, max_tokens=max_tokens, extract=not no_extract, outage_notice=outage_notice)
+        for b in backends
+    ]
     threads = run_agents(runners, stop)
     err.print(f"running {', '.join(agent)} in {world} on {chat_model.name}; Ctrl-C stops", markup=False)
     try:

@@ -145,14 +145,14 @@ class HostedModel:
     def check(self) -> None:
         """Make sure the endpoint is reachable and takes the key, before any real work (an agent
         runner starts with it): list the models, which spends no tokens; where the endpoint has
-        no such list (404, 405), ask for a one-token reply instead, which passes when it is
+        no such list (404, 405, 501), ask for a one-token reply instead, which passes when it is
         answered or refused as a bad request (the endpoint understood the model and the key).
         Raises `ModelError` saying what failed: no connection, a timeout, 401/403, 5xx…"""
         try:
             self._list_models()
             return
         except ModelError as e:
-            if e.status not in (404, 405):
+            if e.status not in (404, 405, 501):  # no models list here: ask for one token instead
                 raise
         try:
             self._one_token()

@@ -5,9 +5,10 @@ answers, then queue fact extraction.
 Everything an agent decides goes through recall — the would-respond rule and the turn limit
 (`decide`), the count of model calls (`record_llm_call`), the context — so runners in one
 process or in many need no other channel between them. A runner never crashes on a bad model
-or a busy server: a model error is logged and answered with a short apology (once per chat while
-the model keeps failing: an outage is not answered message by message), any other error is
-logged and the loop goes on after a pause.
+or a busy server: a model error is logged and counted (`RunStats.model_errors`), and the world
+hears nothing of it (it is a shared record, not a status page) unless the runner was given an
+`outage_notice` to post (once per chat while the model keeps failing: an outage is not answered
+message by message); any other error is logged and the loop goes on after a pause.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from recall.runner.replies import process_reply
 
 logger = logging.getLogger("recall.runner")
 
-#: Posted instead of a reply when the model fails (after the client's own retries).
+#: A notice a runner may be given to post when the model fails (`outage_notice`); none by default.
 APOLOGY = "Sorry, I can't answer right now: my model is not responding. Please try again in a moment."
 #: Rounds of tool calls one answer may take before the model must reply in words.
 MAX_TOOL_ROUNDS = 4
@@ -69,6 +70,7 @@ class AgentRunner:
         max_tokens: int = 1024,
         extract: bool = True,
         on_post: Callable[[str, str], None] | None = None,
+        outage_notice: str | None = None,
     ) -> None:
         self.backend = backend
         self.model = model
@@ -77,6 +79,8 @@ class AgentRunner:
         self.extract = extract
         #: Called with (agent id, text) after each post (the live demo prints them).
         self.on_post = on_post
+        #: Posted in a chat when the model fails there (once until it answers again); None: nothing.
+        self.outage_notice = outage_notice
         self.stats = RunStats()
         #: Chats apologised in since the model last answered: they get no second apology.
         self._apologised: set[str | None] = set()
@@ -158,13 +162,17 @@ class AgentRunner:
         return 0  # not reached: the last round offers no tools
 
     def _model_failed(self, message: Message, error: ModelError) -> int:
-        """Apologise in the message's chat, unless already done since the model last answered."""
+        """Log and count a failed model call; post the outage notice, if the runner has one, in
+        the message's chat unless already done since the model last answered."""
         self.stats.model_errors += 1
-        if message.chat_id in self._apologised:
-            logger.warning("agent %s: model still failing (already apologised here): %s", self.agent_id, error)
+        if self.outage_notice is None:
+            logger.warning("agent %s: model failed, message %s left unanswered: %s", self.agent_id, message.id, error)
             return 0
-        logger.warning("agent %s: model failed, apologising: %s", self.agent_id, error)
-        self._post(APOLOGY, message)
+        if message.chat_id in self._apologised:
+            logger.warning("agent %s: model still failing (notice already posted here): %s", self.agent_id, error)
+            return 0
+        logger.warning("agent %s: model failed, posting the outage notice: %s", self.agent_id, error)
+        self._post(self.outage_notice, message)
         self._apologised.add(message.chat_id)
         return 1
 
