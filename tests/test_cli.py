@@ -188,3 +188,14 @@ def test_help_lists_the_commands() -> None:
     assert result.exit_code == 0
     for command in ("world", "agent", "human", "post", "context", "import", "demo"):
         assert command in result.output
+
+
+def test_version_and_short_help() -> None:
+    """Issue 24: `recall --version` and `-h` are what a new user types first."""
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert (result.exit_code, result.output) == (0, f"recall {version('recall-memory')}\n")
+    for command in ([], ["world", "list"], ["agent", "run"], ["facts", "add"]):
+        short, long = runner.invoke(app, [*command, "-h"]), runner.invoke(app, [*command, "--help"])
+        assert short.exit_code == 0 and short.output == long.output and "Usage: " in short.output

@@ -32,7 +32,19 @@ app = typer.Typer(
     # Shell completion is one `--show-completion` away in typer; two more lines in every --help
     # of a tool most people script are not worth it.
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"recall {version('recall-memory')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("recall (not installed: no version)")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -49,6 +61,10 @@ def global_options(
             show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print recall's version and exit."),
+    ] = False,
 ) -> None:
     set_global_options(db, tenant)
 
