@@ -4,7 +4,6 @@ closed store; closing twice is harmless. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
@@ -151,15 +150,3 @@ def test_a_script_that_never_closes_its_recall_exits_cleanly(tmp_path: Path) -> 
         )
         assert (done.returncode, done.stderr) == (0, ""), f"run {run}"
         assert (store / "recall.db").is_file()
-
-
-def test_a_recall_dropped_without_close_stops_its_threads(tmp_path: Path) -> None:
-    before = set(threading.enumerate())
-    mem = Recall(tmp_path / "r.db", Settings(embeddings="none", index_interval=0.05))
-    world = mem.world("w", create=True)
-    world.add_human("maria")
-    world.post("maria", "hello")
-    assert started_since(before)  # the indexer
-    del world, mem
-    gc.collect()
-    assert started_since(before) == []

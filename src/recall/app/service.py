@@ -7,6 +7,7 @@ service before the split stay, as the parts' own bound methods (no second signat
 
 from __future__ import annotations
 
+import atexit
 import threading
 import weakref
 
@@ -53,10 +54,13 @@ class RecallService:
         #: Deleting worlds, participants and messages; exporting and importing whole worlds.
         self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index)
         self.exports = WorldExports(store, settings, worlds, self.index)
-        # A service never closed (a script's `mem = Recall(...)`) still stops its threads and
-        # closes its store at interpreter exit, before the runtime tears down: an indexer thread
-        # still inside the embedding runtime then aborts the process.
-        self._shut_down = weakref.finalize(self, _shut_down, self.extraction, self.indexer, store)
+        # A service never closed (a script's `mem = Recall(...)`) still has its threads stopped
+        # at interpreter exit, before the runtime tears down: an indexer thread still inside the
+        # embedding runtime then aborts the process. (Not when the service is collected: the
+        # parts it made may live on without it.)
+        _BACKGROUND.add(self.extraction)
+        if self.indexer is not None:
+            _BACKGROUND.add(self.indexer)
 
     @property
     def post_count(self) -> int:
@@ -93,18 +97,28 @@ class RecallService:
         end, however long their current step takes (a model call is bounded by its timeout, an
         indexing step by its batch): the store closes next, and a thread left running would
         fail against it. Calling it again does nothing more."""
-        _stop_background(self.extraction, self.indexer)
+        for part in (self.extraction, self.indexer):
+            if part is not None:
+                _stop(part)
 
     def close(self) -> None:
-        self._shut_down()  # once: a second close does nothing
+        self.stop_background()
+        self.store.close()
 
 
-def _stop_background(extraction: Extraction, indexer: BackgroundIndexer | None) -> None:
-    extraction.close()
-    if indexer is not None:
-        indexer.stop()
+#: The extraction queues and indexers of every service made, while they exist.
+_BACKGROUND: weakref.WeakSet[Extraction | BackgroundIndexer] = weakref.WeakSet()
 
 
-def _shut_down(extraction: Extraction, indexer: BackgroundIndexer | None, store: Store) -> None:
-    _stop_background(extraction, indexer)
-    store.close()
+def _stop(part: Extraction | BackgroundIndexer) -> None:
+    if isinstance(part, Extraction):
+        part.close()
+    else:
+        part.stop()
+    _BACKGROUND.discard(part)
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    for part in list(_BACKGROUND):
+        _stop(part)
