@@ -186,15 +186,9 @@ class WorldExports:
         return kept
 
     def _fact_is_here(self, tenant: str, row: tuple[Any, ...]) -> bool:
-        fact_id, scope, content, category, confidence, source, avoid = row[:7]
+        fact_id, scope, *fields = row[:7]
         here = self.store.get_fact(tenant, scope, fact_id)
-        return here is not None and (here.content, here.category, here.confidence, here.source, here.avoid) == (
-            content,
-            category,
-            confidence,
-            source,
-            avoid,
-        )
+        return here is not None and [here.content, here.category, here.confidence, here.source, here.avoid] == fields
 
     def _read(self, lines: Iterable[Line]) -> _Read:
         world: dict[str, Any] | None = None

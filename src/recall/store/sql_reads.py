@@ -5,7 +5,7 @@ locks) and stay in each store, but for the inbox's low-water mark (`RAISE_INBOX_
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -49,8 +49,8 @@ RAISE_INBOX_MARK = (
 )
 
 
-#: Message ids one look-up names at most (each a parameter on SQLite).
-MEMORY_LOOKUP_BATCH = 500
+#: Ids one statement names at most (each a parameter on SQLite).
+ID_BATCH = 500
 
 
 class SQLReads:
@@ -65,6 +65,13 @@ class SQLReads:
         """A condition that `column` is one of `values`, and its parameters (`cast`: the
         PostgreSQL type of the list, e.g. '::citext[]')."""
         raise NotImplementedError
+
+    def _ids_in(self, column: str, ids: Iterable[int]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """Conditions that `column` is one of `ids` (each once, in the order given) and their
+        parameters, ID_BATCH ids a statement."""
+        unique = list(dict.fromkeys(int(i) for i in ids))
+        for start in range(0, len(unique), ID_BATCH):
+            yield self._one_of(column, unique[start : start + ID_BATCH], "::bigint[]")
 
     def _heard_floor(self, key: int) -> int | None:
         """The lowest message id the agent `key` can have heard (None: nothing heard): where a
@@ -100,42 +107,34 @@ class SQLReads:
         """The messages among `message_ids` that the agent heard (its deliveries, own messages
         included), by id: one look-up of the deliveries' key per id."""
         key = self._agent_key(world_id, agent_id)
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
-        if key is None or not ids:
+        if key is None:
             return {}
         found: dict[int, Message] = {}
-        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
-            one_of, params = self._one_of("d.message_id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+        for one_of, params in self._ids_in("d.message_id", message_ids):
             rows = self._read(
                 f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
                 f" WHERE d.agent_key = ? AND {one_of} AND m.world_id = ?",
                 (key, *params, world_id),
             )
-            for row in rows:
-                message = message_record(row)
-                found[message.id] = message
+            found.update((row[0], message_record(row)) for row in rows)
         return found
 
     def heard_ids(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> set[int]:
         """Which of `message_ids` the agent heard: what `heard_among` checks, from the
         deliveries alone (an agent's key is its world's, as are the messages delivered to it)."""
         key = self._agent_key(world_id, agent_id)
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
         heard: set[int] = set()
         if key is None:
             return heard
-        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
-            one_of, params = self._one_of("message_id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+        for one_of, params in self._ids_in("message_id", message_ids):
             rows = self._read(f"SELECT message_id FROM deliveries WHERE agent_key = ? AND {one_of}", (key, *params))
             heard.update(int(row[0]) for row in rows)
         return heard
 
     def messages_among(self, world_id: str, message_ids: Sequence[int]) -> dict[int, Message]:
         """The world's messages among `message_ids`, by id (each looked up by its id)."""
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
         found: dict[int, Message] = {}
-        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
-            one_of, params = self._one_of("m.id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+        for one_of, params in self._ids_in("m.id", message_ids):
             # The world is checked on the rows (as in `turns_before`).
             rows = self._read(f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE {one_of}", params)
             found.update((row[0], message_record(row)) for row in rows if row[1] == world_id)
@@ -144,10 +143,8 @@ class SQLReads:
     def turns_before(self, world_id: str, message_ids: Sequence[int]) -> dict[int, int]:
         """For each message, the id of the message just before it in its chat (none for the
         first), by message id."""
-        ids = list(dict.fromkeys(int(i) for i in message_ids))
         found: dict[int, int] = {}
-        for start in range(0, len(ids), MEMORY_LOOKUP_BATCH):
-            one_of, params = self._one_of("m.id", ids[start : start + MEMORY_LOOKUP_BATCH], "::bigint[]")
+        for one_of, params in self._ids_in("m.id", message_ids):
             # The world is checked on the rows: as a condition it led SQLite to walk the world's
             # whole (world_id, chat_id, id) index instead of looking each id up.
             rows = self._read(

@@ -197,12 +197,13 @@ class SQLWrites(SQLReads):
             def returned(sql: str, params: Sequence[Any]) -> Iterator[Any]:
                 yield from self._execute(db, sql, params).fetchall()
 
-            if wanted:
-                # Kept until this commits: an erase deleting one of them waits, then finds these facts.
-                one_of, params = self._one_of("id", wanted, "::bigint[]")
-                found = returned(f"SELECT id FROM messages WHERE {one_of}{self.KEEP_ROWS}", params)
-                if sum(1 for _ in found) < len(wanted):
-                    return FactWrite(stale=True)
+            # The sources are kept until this commits: an erase deleting one waits, then finds these facts.
+            found = sum(
+                len(list(returned(f"SELECT id FROM messages WHERE {one_of}{self.KEEP_ROWS}", params)))
+                for one_of, params in self._ids_in("id", wanted)
+            )
+            if found < len(wanted):
+                return FactWrite(stale=True)
 
             removed: list[int] = []
             if clear:

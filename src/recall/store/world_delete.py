@@ -23,22 +23,15 @@ The search index is the service's to update: every deletion returns the ids it r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recall.store.sql_writes import SQLWrites
 from recall.store.world_records import AlsoRemove, FactScopes, Removed
 
-#: Values per `IN (...)` list, well under SQLite's limit on parameters.
-CHUNK = 500
 #: Tables keyed by an agent's key (`participants.key`) besides `deliveries` and `agent_memory`.
 _KEYED_BY_AGENT = ("inbox_marks", "memory_counts", "context_sessions")
-
-
-def chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
 
 
 @dataclass(frozen=True)
@@ -181,8 +174,7 @@ class SQLDeletes(SQLWrites):
     def _delete_facts_read_from(self, db: Any, message_ids: Sequence[int]) -> tuple[int, ...]:
         """Delete the facts an extraction read any of these messages for (`fact_sources`)."""
         removed: list[int] = []
-        for chunk in chunks(message_ids):
-            one_of, params = self._one_of("message_id", chunk, "::bigint[]")
+        for one_of, params in self._ids_in("message_id", message_ids):
             removed += self._column_of(
                 db,
                 f"DELETE FROM facts WHERE id IN (SELECT fact_id FROM fact_sources WHERE {one_of}) RETURNING id",
@@ -207,8 +199,7 @@ class SQLDeletes(SQLWrites):
 
     def _delete_messages(self, db: Any, world_id: str, message_ids: Sequence[int]) -> _Gone:
         found: dict[int, tuple[str, int | None]] = {}
-        for chunk in chunks(message_ids):
-            id_is, params = self._one_of("id", chunk, "::bigint[]")
+        for id_is, params in self._ids_in("id", message_ids):
             for r in self._execute(
                 db, f"SELECT id, chat_id, parent_id FROM messages WHERE world_id = ? AND {id_is}", (world_id, *params)
             ).fetchall():
@@ -218,8 +209,7 @@ class SQLDeletes(SQLWrites):
         gone = sorted(found)
         deliveries = self._delete_deliveries(db, world_id, found)
         reparented = self._reparent(db, world_id, found)
-        for chunk in chunks(gone):
-            id_is, params = self._one_of("id", chunk, "::bigint[]")
+        for id_is, params in self._ids_in("id", gone):
             self._execute(db, f"DELETE FROM messages WHERE world_id = ? AND {id_is}", (world_id, *params))
         successors: set[int] = set()
         for message_id in gone:
@@ -240,8 +230,7 @@ class SQLDeletes(SQLWrites):
             return 0
         key_is, key_params = self._one_of("agent_key", keys, "::bigint[]")
         per_chat: Counter[tuple[int, str]] = Counter()
-        for chunk in chunks(sorted(found)):
-            id_is, id_params = self._one_of("message_id", chunk, "::bigint[]")
+        for id_is, id_params in self._ids_in("message_id", sorted(found)):
             rows = self._execute(
                 db, f"DELETE FROM deliveries WHERE {key_is} AND {id_is} RETURNING agent_key, message_id",
                 (*key_params, *id_params),
@@ -262,8 +251,7 @@ class SQLDeletes(SQLWrites):
 
         moved: list[int] = []
         first = min(found)
-        for chunk in chunks(sorted(found)):
-            parent_is, params = self._one_of("parent_id", chunk, "::bigint[]")
+        for parent_is, params in self._ids_in("parent_id", sorted(found)):
             replies = self._execute(
                 db,
                 f"SELECT id, parent_id FROM messages WHERE world_id = ? AND id > ? AND {parent_is}",

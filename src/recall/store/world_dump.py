@@ -15,7 +15,7 @@ from typing import Any
 from recall.errors import ConflictError
 from recall.store.base import WorldRecord
 from recall.store.rows import dt, new_world_key
-from recall.store.world_delete import SQLDeletes, chunks
+from recall.store.world_delete import SQLDeletes
 from recall.store.world_records import WORLD_TABLES, FactScopes, WorldImport
 
 #: Rows read per statement while exporting a large table.
@@ -198,8 +198,7 @@ class SQLWorlds(SQLDeletes):
         for table, what in _KEPT_IDS:
             ids = [int(row[0]) for row in data.rows.get(table, ())]
             taken: list[int] = []
-            for chunk in chunks(ids):
-                id_is, params = self._one_of("id", chunk, "::bigint[]")
+            for id_is, params in self._ids_in("id", ids):
                 taken += [
                     int(r[0]) for r in self._execute(db, f"SELECT id FROM {table} WHERE {id_is}", params).fetchall()
                 ]
