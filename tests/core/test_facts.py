@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recall.core.facts import (
     Fact,
     NewFact,
+    _tfidf_similarities,
     parse_scope,
     rank_facts,
     recent_conversation,
@@ -38,6 +42,44 @@ def test_similar_fact_outranks_a_more_confident_unrelated_one() -> None:
     top = ranked[0]
     assert top.similarity is not None and top.similarity > 0
     assert top.score == pytest.approx(top.similarity * 0.6 + 0.8 * 0.4)
+
+
+def test_similarity_is_tfidf_cosine_counted_by_hand() -> None:
+    # Three texts (two facts and the query): "tea" is in one fact and the query, idf
+    # ln(4/3) + 1; "green" and "coffee" in one text each, idf ln(4/2) + 1; "a" is too short.
+    tea, once = math.log(4 / 3) + 1, math.log(4 / 2) + 1
+    ranked = rank_facts([fact(1, "green TEA tea"), fact(2, "coffee")], "a tea?")
+    by_id = {s.fact.id: s.similarity for s in ranked}
+    assert by_id[1] == pytest.approx(2 * tea / math.hypot(once, 2 * tea))
+    assert by_id[2] == 0.0
+    # No word of two letters in the query: ranked by confidence alone.
+    assert all(s.similarity is None for s in rank_facts([fact(1, "tea")], "a ? !"))
+
+
+#: Texts of a few words from a small vocabulary (so that they share words), with separators,
+#: one-letter words, case and accents for the tokeniser to handle.
+TEXTS = st.lists(
+    st.sampled_from(["tea", "Tea", "green", "café", "CAFÉ", "a", "x1", "to-do", "bike", "?", "naïve"]), max_size=8
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents=st.lists(TEXTS, min_size=1, max_size=6), query=TEXTS)
+def test_similarity_matches_scikit_learns_tfidf(documents: list[str], query: str) -> None:
+    """The similarities are scikit-learn's `TfidfVectorizer()` cosines, which recall used before
+    computing them itself (scikit-learn stays in the dev extra only, for this and a bench)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    try:
+        matrix = TfidfVectorizer().fit_transform([*documents, query])
+        reference = None if matrix[-1].nnz == 0 else (matrix[:-1] @ matrix[-1].T).toarray().ravel().tolist()
+    except ValueError:  # an empty vocabulary
+        reference = None
+    ours = _tfidf_similarities(documents, query)
+    if reference is None:
+        assert ours is None
+    else:
+        assert ours == pytest.approx(reference, abs=1e-12)
 
 
 def test_weights_are_configurable() -> None:

@@ -1,12 +1,17 @@
 """Facts and the `<memory>` block (spec §4): what a fact is, how facts are ranked against the
 recent conversation, and the exact text injected into a context.
 
-Pure: plain data in, plain data out. Ranking uses TF-IDF cosine similarity (scikit-learn)
-between each fact and the recent conversation, blended with the fact's confidence.
+Pure: plain data in, plain data out. Ranking uses TF-IDF cosine similarity between each fact
+and the recent conversation (scikit-learn's `TfidfVectorizer` defaults, computed here: the
+facts of a scope are few, and that one class brought scipy and scikit-learn, 160 MB, into every
+install), blended with the fact's confidence.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -191,21 +196,38 @@ def rank_facts(
     return scored
 
 
+#: scikit-learn's default `token_pattern`: words of two or more word characters.
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
 def _tfidf_similarities(documents: Sequence[str], query: str) -> list[float] | None:
+    """Cosine of each document's TF-IDF vector with the query's, fitted on the documents and the
+    query together, as scikit-learn's `TfidfVectorizer()` does by default: lower-cased words of
+    two or more characters, raw counts, smoothed idf `ln((1 + n) / (1 + df)) + 1`, rows
+    L2-normalised. None when the query has no such word."""
     if not documents:
         return []
-    from sklearn.feature_extraction.text import TfidfVectorizer  # imported late: ~0.5 s
+    counts = [Counter(_WORD.findall(text.lower())) for text in [*documents, query]]
+    query_counts = counts[-1]
+    if not query_counts:
+        return None
+    document_frequency: Counter[str] = Counter()
+    for words in counts:
+        document_frequency.update(words.keys())
+    n = len(counts)
+    idf = {word: math.log((1 + n) / (1 + df)) + 1 for word, df in document_frequency.items()}
 
-    vectorizer = TfidfVectorizer(lowercase=True)
-    try:
-        matrix = vectorizer.fit_transform([*documents, query])
-    except ValueError:  # no word of any fact or the query survives tokenisation
-        return None
-    query_row = matrix[len(documents)]
-    if query_row.nnz == 0:
-        return None
-    # Rows are L2-normalised, so the dot product is the cosine.
-    return [float(v) for v in (matrix[: len(documents)] @ query_row.T).toarray().ravel()]
+    def weights(words: Counter[str]) -> tuple[dict[str, float], float]:
+        weighted = {word: count * idf[word] for word, count in words.items()}
+        return weighted, math.sqrt(math.fsum(w * w for w in weighted.values()))
+
+    query_weights, query_norm = weights(query_counts)
+    similarities: list[float] = []
+    for words in counts[:-1]:
+        document_weights, norm = weights(words)
+        dot = math.fsum(w * query_weights[word] for word, w in document_weights.items() if word in query_weights)
+        similarities.append(dot / (norm * query_norm) if dot else 0.0)
+    return similarities
 
 
 # -- the injected block --------------------------------------------------------------------
