@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ChatMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
-from recall import Recall, World
+from recall import InvalidInputError, Recall, World
 from recall.integrations.langchain import RecallChatMessageHistory
 
 
@@ -98,16 +98,45 @@ def test_messages_posted_outside_langchain_are_rebuilt(mem: Recall, world: World
     assert got[3] == AIMessage("The answer is 42")
 
 
-def test_history_depth_is_the_agents_setting_or_the_handles(mem: Recall, world: World) -> None:
-    for n in range(6):
-        world.post("maria", f"message {n}", chat="t1")
-        world.post("agent-a", f"reply {n}", chat="t1")
-    assert len(history(mem, world).messages) == 12
-    short = RecallChatMessageHistory(mem, world=world, agent="agent-a", chat="t1", history_limit=3)
-    recalled, *conversation = short.messages
-    assert [m.content for m in conversation] == ["reply 4", "message 5", "reply 5"]
-    # What the depth leaves out may come back as the recalled past, one system message before.
-    assert isinstance(recalled, SystemMessage) and "maria: message 0" in str(recalled.content)
+def conversation(turns: int) -> list[BaseMessage]:
+    """`turns` questions and answers, alternating."""
+    out: list[BaseMessage] = []
+    for n in range(turns):
+        out += [HumanMessage(f"question {n}"), AIMessage(f"answer {n}")]
+    return out
+
+
+def test_the_history_is_the_whole_session(mem: Recall, world: World) -> None:
+    """Issue point 10: the history stopped at the agent's history depth (25), so a 40-message
+    session started with an AIMessage."""
+    h = history(mem, world)
+    sent = conversation(20)
+    h.add_messages(sent)
+    assert len(sent) == 40
+    got = h.messages
+    assert got == sent  # from its first message, and no recalled past repeats any of it
+    assert isinstance(got[0], HumanMessage) and got[0].content == "question 0"
+    # An agent's own history depth is for its recall contexts, not for what LangChain reads.
+    world.agent("agent-a").update(history_limit=3)
+    assert history(mem, world).messages == sent
+    assert [m.section for m in world.agent("agent-a").context("t1").messages].count("history") == 3
+
+
+def test_a_window_keeps_the_newest_messages_from_a_human_one(mem: Recall, world: World) -> None:
+    sent = conversation(6)
+    history(mem, world).add_messages(sent)
+    # The newest 5 begin with an answer (to a question outside the window): the window opens on
+    # the question after it instead.
+    windowed = RecallChatMessageHistory(mem, world=world, agent="agent-a", chat="t1", window=5, recalled=False)
+    assert windowed.messages == sent[-4:]
+    assert RecallChatMessageHistory(mem, world=world, agent="agent-a", chat="t1", window=6).messages[-6:] == sent[-6:]
+    # What the window leaves out may come back as the recalled past, one system message before.
+    recalled, *rest = RecallChatMessageHistory(mem, world=world, agent="agent-a", chat="t1", window=3).messages
+    assert rest == sent[-2:]
+    assert isinstance(recalled, SystemMessage) and "maria: question 0" in str(recalled.content)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInputError, match="window"):
+            RecallChatMessageHistory(mem, world=world, agent="agent-a", window=bad)  # type: ignore[arg-type]
 
 
 def test_the_recalled_past_comes_first_as_a_system_message(mem: Recall, world: World) -> None:
@@ -146,17 +175,46 @@ def test_clear_hides_the_chat_so_far_and_keeps_it_in_recall(mem: Recall, world: 
     assert h.messages == []
 
 
-def test_only_human_ai_and_tool_messages_are_stored(mem: Recall, world: World) -> None:
+def test_system_messages_are_stored_and_come_back(mem: Recall, world: World) -> None:
+    """Issue point 10: a SystemMessage raised ValueError."""
     h = history(mem, world)
-    with pytest.raises(ValueError, match="system prompt"):
-        h.add_messages([HumanMessage("fine"), SystemMessage("You are helpful")])
+    sent: list[BaseMessage] = [
+        SystemMessage("Answer in French.", id="s1"),
+        HumanMessage("hi"),
+        AIMessage("bonjour"),
+    ]
+    h.add_messages(sent)
+    assert h.messages == sent
+    assert history(mem, world).messages == sent  # another handle, as stored
+    # Posted by `system`, kept for agent-a: neither an agent's recall context nor another
+    # agent's history shows it (agent-b hears maria's public "hi" only).
+    assert [(m.sender, m.content) for m in world.messages("t1")] == [
+        ("system", "Answer in French."),
+        ("maria", "hi"),
+        ("agent-a", "bonjour"),
+    ]
+    assert [m["content"] for m in world.agent("agent-a").context("t1").openai()[1:]] == ["hi", "bonjour"]
+    assert history(mem, world, agent="agent-b").messages == [HumanMessage("hi")]
+
+
+def test_other_kinds_of_message_are_refused_all_or_none(mem: Recall, world: World) -> None:
+    h = history(mem, world)
+    with pytest.raises(ValueError, match="human, AI, tool and system messages"):
+        h.add_messages([HumanMessage("fine"), ChatMessage("hmm", role="critic")])
     assert world.messages("t1") == []  # all or none
     with pytest.raises(ValueError, match="needs text"):
         h.add_messages([HumanMessage("   ")])
+    with pytest.raises(ValueError, match="needs text"):
+        h.add_messages([SystemMessage("")])
 
 
-def test_a_human_of_the_world_is_registered_when_missing(mem: Recall, world: World) -> None:
-    h = RecallChatMessageHistory(mem, world=world, agent="agent-c", human="tom", chat="t3")
+def test_another_agents_ai_message_is_a_human_message_to_this_one(mem: Recall, world: World) -> None:
+    history(mem, world, agent="agent-b").add_messages([AIMessage("@agent-a the invoice is fine")])
+    assert history(mem, world).messages == [HumanMessage("@agent-a the invoice is fine", name="agent-b")]
+
+
+def test_a_human_and_an_agent_are_registered_with_create(mem: Recall, world: World) -> None:
+    h = RecallChatMessageHistory(mem, world=world, agent="agent-c", human="tom", chat="t3", create=True)
     h.add_messages([HumanMessage("hi"), AIMessage("hello tom")])
     assert {p.id: p.kind for p in world.participants()}.items() >= {"tom": "human", "agent-c": "agent"}.items()
     assert [m.sender for m in world.messages("t3")] == ["tom", "agent-c"]

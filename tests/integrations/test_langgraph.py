@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
@@ -24,7 +25,7 @@ from langgraph.store.base import (
 )
 
 import recall.integrations.langgraph as adapter
-from recall import Recall, Settings, World
+from recall import InvalidInputError, Recall, Settings, World
 from recall.integrations.langgraph import MEMORY_TYPE, RecallStore
 
 VALUE = {
@@ -42,7 +43,7 @@ def store_items(world: World) -> list[int]:
 
 
 def test_put_and_get_keep_the_value_and_times(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     assert isinstance(store, BaseStore)
     store.put(("users", "maria"), "prefs", VALUE)
     item = store.get(("users", "maria"), "prefs")
@@ -67,14 +68,14 @@ def test_put_and_get_keep_the_value_and_times(mem: Recall) -> None:
 
 def test_items_survive_reopening_the_store(db_path: Path) -> None:
     with Recall(db_path, settings=Settings()) as mem:
-        RecallStore(mem, world="lg").put(("docs",), "a", VALUE)
+        RecallStore(mem, world="lg", create=True).put(("docs",), "a", VALUE)
     with Recall(db_path, settings=Settings()) as mem:
         item = RecallStore(mem, world="lg").get(("docs",), "a")
         assert item is not None and item.value == VALUE
 
 
 def test_namespaces_are_isolated(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     store.put(("users", "maria"), "note", {"text": "maria's"})
     store.put(("users", "tom"), "note", {"text": "tom's"})
     store.put(("users", "tom", "work"), "note", {"text": "tom's work"})
@@ -99,7 +100,7 @@ def test_namespaces_are_isolated(mem: Recall) -> None:
 
 
 def test_list_namespaces_matches_prefixes_suffixes_and_depth(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     for namespace in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f")]:
         store.put(namespace, "k", {"n": 1})
     assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
@@ -113,7 +114,7 @@ def test_list_namespaces_matches_prefixes_suffixes_and_depth(mem: Recall) -> Non
 
 
 def test_search_without_query_filters_and_pages_newest_first(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     for n in range(5):
         store.put(("docs",), f"d{n}", {"n": n, "kind": "even" if n % 2 == 0 else "odd", "tags": {"x": n}})
     newest_first = [i.key for i in store.search(("docs",))]
@@ -128,7 +129,7 @@ def test_search_without_query_filters_and_pages_newest_first(mem: Recall) -> Non
 
 
 def test_query_search_ranks_with_recalls_search_and_never_finds_deleted_items(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     store.put(("users", "maria"), "drink", {"memory": "Maria drinks only green tea"})
     store.put(("users", "maria"), "parcel", {"memory": "Her parcel was sent to Lyon via the Paris depot"})
     store.put(("users", "maria"), "invoice", {"memory": "Invoices are re-issued within two days"})
@@ -155,7 +156,7 @@ def test_query_search_ranks_with_recalls_search_and_never_finds_deleted_items(me
 
 
 def test_query_search_respects_filter_limit_offset_and_index(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     for n in range(6):
         store.put(("notes",), f"tea{n}", {"text": f"green tea note number {n}", "n": n})
     store.put(("notes",), "hidden", {"text": "green tea secret"}, index=False)
@@ -187,7 +188,7 @@ def test_an_agents_store_is_private_to_it(mem: Recall, world: World) -> None:
 
 
 def test_batch_runs_every_kind_of_operation_in_order(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     results = store.batch(
         [
             PutOp(("a",), "k", {"v": 1}),
@@ -211,7 +212,7 @@ def test_batch_runs_every_kind_of_operation_in_order(mem: Recall) -> None:
 
 
 def test_namespaces_follow_langgraphs_rules(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     with pytest.raises(InvalidNamespaceError):
         store.put(("langgraph", "x"), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
@@ -245,7 +246,7 @@ class _Later(datetime):
 
 def test_items_expire_after_their_ttl_and_reads_refresh_it(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(adapter, "datetime", _Later)
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     store.put(("s",), "short", {"v": 1}, ttl=60)
     store.put(("s",), "read", {"v": 2}, ttl=60)
     store.put(("s",), "forever", {"v": 3})
@@ -262,7 +263,7 @@ def test_items_expire_after_their_ttl_and_reads_refresh_it(mem: Recall, monkeypa
 
 
 def test_the_ttl_config_gives_puts_their_default_ttl(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg", ttl={"default_ttl": 30, "refresh_on_read": False})
+    store = RecallStore(mem, world="lg", create=True, ttl={"default_ttl": 30, "refresh_on_read": False})
     store.put(("s",), "k", {"v": 1})
     memory = next(m for m in store.world.memories() if m.type == MEMORY_TYPE)
     assert memory.metadata["langgraph"]["ttl"] == 30
@@ -302,7 +303,7 @@ def graph(store: BaseStore) -> Any:
 
 
 def test_a_compiled_graph_reads_and_writes_the_store(mem: Recall) -> None:
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     app = graph(store)
     out = app.invoke({"said": "I only drink green tea"}, context=Ctx(user="maria"))
     assert out["answer"] == "I only drink green tea"
@@ -314,7 +315,7 @@ def test_a_compiled_graph_reads_and_writes_the_store(mem: Recall) -> None:
 
 def test_async_operations_and_an_async_graph(mem: Recall) -> None:
     async def run() -> None:
-        store = RecallStore(mem, world="lg")
+        store = RecallStore(mem, world="lg", create=True)
         await store.aput(("users", "maria"), "tea", {"memory": "Maria drinks green tea"})
         item = await store.aget(("users", "maria"), "tea")
         assert item is not None and item.value == {"memory": "Maria drinks green tea"}
@@ -331,7 +332,7 @@ def test_async_operations_and_an_async_graph(mem: Recall) -> None:
 
 def test_put_get_search_delete_on_both_stores(store_location: str) -> None:
     with Recall(store_location, settings=Settings()) as mem:
-        store = RecallStore(mem, world="lg")
+        store = RecallStore(mem, world="lg", create=True)
         store.put(("users", "maria"), "tea", VALUE)
         store.put(("users", "maria"), "parcel", {"memory": "Her parcel went to Lyon"})
         item = store.get(("users", "maria"), "tea")
@@ -349,7 +350,7 @@ def test_no_other_writer_can_forge_a_store_item(mem: Recall) -> None:
     the Python API, REST and MCP refuse it, and the store's items stay its own."""
     from recall import InvalidInputError
 
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     store.put(("users", "maria"), "prefs", VALUE)
     original = store.get(("users", "maria"), "prefs")
     assert original is not None
@@ -368,7 +369,7 @@ def test_no_other_writer_can_forge_a_store_item(mem: Recall) -> None:
 def test_filters_follow_dotted_paths_and_refuse_keys_langgraph_refuses(mem: Recall) -> None:
     """As LangGraph's own SQLite store: a dotted filter key is a path into the value (keys with
     hyphens and leading digits at any depth), and a key with other characters is a ValueError."""
-    store = RecallStore(mem, world="lg")
+    store = RecallStore(mem, world="lg", create=True)
     store.put(("docs",), "a", {"user": {"access-level": "nested", "1st": {"x-y": 2}}, "top": 1})
     store.put(("docs",), "b", {"user": {"access-level": "flat"}, "top": 1})
     assert [i.key for i in store.search(("docs",), filter={"user.access-level": "nested"})] == ["a"]
@@ -380,3 +381,64 @@ def test_filters_follow_dotted_paths_and_refuse_keys_langgraph_refuses(mem: Reca
             store.search(("docs",), filter={bad: 1})
         with pytest.raises(ValueError, match="Invalid filter key"):  # refused when nothing is there too
             store.search(("empty",), filter={"top": 2, bad: 1})
+
+
+def test_langgraphs_index_config_is_read_for_its_fields(mem: Recall) -> None:
+    """Issue point 9: LangGraph's IndexConfig was read as the field names ('dims', 'embed', 'fields')."""
+    config: IndexConfig = {
+        "dims": 384,
+        "embed": "huggingface:sentence-transformers/all-MiniLM-L6-v2",
+        "fields": ["body"],
+    }
+    store = RecallStore(mem, world="lg", create=True, index=config)
+    assert store.fields == ("body",)
+    store.put(("notes",), "n", {"title": "green tea", "body": "oolong from Taiwan"})
+    texts = [m.content for m in store.world.memories() if m.type == MEMORY_TYPE]
+    assert texts == ["oolong from Taiwan"]
+    assert [h.key for h in store.search(("notes",), query="oolong")] == ["n"]
+    # The store's own model may be named as LangGraph names models, or as recall's settings do;
+    # without fields, the whole value is searched.
+    for embed in ("minilm", "sentence-transformers/all-MiniLM-L6-v2", "ollama:all-minilm", "all-MiniLM-L6-v2-int8"):
+        assert RecallStore(mem, world="lg", index={"dims": 384, "embed": embed}).fields == ("$",)
+    assert RecallStore(mem, world="lg", index={"fields": None}).fields == ("$",)
+    # A list of fields, as before.
+    assert RecallStore(mem, world="lg", index=["title", "body"]).fields == ("title", "body")
+
+
+def embed_texts(texts: list[str]) -> list[list[float]]:
+    return [[0.0] * 1536 for _ in texts]
+
+
+def test_an_index_config_of_another_embedding_model_is_refused(mem: Recall) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    refused: list[tuple[Any, str]] = [
+        ({"dims": 1536, "embed": "openai:text-embedding-3-small"}, "dims is 1536, but the store's embedding model"),
+        (
+            {"embed": "openai:text-embedding-3-small"},
+            "embed is 'openai:text-embedding-3-small', which recall cannot use",
+        ),
+        ({"dims": 384, "embed": embed_texts}, "embed is <function embed_texts"),
+        ({"embed": DeterministicFakeEmbedding(size=384)}, "embed is DeterministicFakeEmbedding"),
+        ({"dims": 768}, "dims is 768"),
+        ({"fields": ["text"], "distance_type": "cosine"}, "unknown IndexConfig key 'distance_type'"),
+        ({"fields": ["text", 3]}, "fields are JSON paths"),
+    ]
+    for config, problem in refused:
+        with pytest.raises(InvalidInputError, match="index") as error:
+            RecallStore(mem, world="lg", create=True, index=config)
+        assert problem in str(error.value)
+        if "embed" in config or "dims" in config:  # says how recall's model is chosen
+            assert "Settings(embeddings='minilm')" in str(error.value)
+    assert [w.id for w in mem.worlds()] == []  # refused before anything was made
+
+
+def test_a_keyword_only_store_takes_fields_and_refuses_vectors(tmp_path: Path) -> None:
+    with Recall(tmp_path / "kw.db", settings=Settings(embeddings="none")) as mem:
+        store = RecallStore(mem, world="lg", create=True, index={"fields": ["text"]})
+        store.put(("n",), "k", {"text": "green tea", "other": "coffee"})
+        assert [h.key for h in store.search(("n",), query="green tea")] == ["k"]
+        assert store.search(("n",), query="coffee") == []
+        for config in ({"dims": 384}, {"embed": "minilm"}):
+            with pytest.raises(InvalidInputError, match="makes no vectors"):
+                RecallStore(mem, world="lg", index=config)  # type: ignore[arg-type]

@@ -1,5 +1,9 @@
-"""What the adapters share: the world and participants they act as (made when missing), chat ids
-for a framework's session ids, and the messages an adapter no longer shows.
+"""What the adapters share: the world and participants they act as, chat ids for a framework's
+session ids, and the messages an adapter no longer shows.
+
+An adapter refuses a world, agent or human that does not exist, with the close matches it
+knows (a misspelt name is an error, not a new empty world): `create=True` creates what is
+missing. The humans `human`, `user` and `you` need no registering.
 
 A framework's "clear" or "pop" hides messages from that adapter's view rather than deleting
 them, since the world's other participants heard them too (`World.delete_message` deletes one
@@ -10,48 +14,142 @@ in search, and in the agents' recall contexts.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from recall.api import Agent, Recall, World
 from recall.app.validation import ID_PATTERN
 from recall.core.models import Message, SenderType
 from recall.core.routing import RESERVED_SENDERS
-from recall.errors import ConflictError, InvalidInputError, NotFoundError, UnknownParticipantError
+from recall.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    UnknownParticipantError,
+    UnknownWorldError,
+)
 from recall.limits import MAX_ID, MAX_MEMORY_KEY
 
 #: Messages read per page when an adapter walks a chat.
 PAGE = 1000
+#: Ids a did-you-mean names at most, and ids an error lists when none is close.
+_MATCHES = 3
+_LISTED = 10
 
 
-def resolve_world(mem: Recall, world: str | World) -> World:
-    """`world` itself, or the world of that id (created when missing)."""
-    return world if isinstance(world, World) else mem.world(world, create=True)
+def close_matches(name: str, known: Iterable[str]) -> list[str]:
+    """The ids of `known` closest to `name` (ids are compared without regard to case), best first."""
+    by_lower = {k.lower(): k for k in known}
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=_MATCHES)]
 
 
-def ensure_agent(world: World, agent_id: str) -> Agent:
-    """The agent `agent_id` of `world`, registered (with an empty system prompt) when missing."""
+def _hint(name: str, known: list[str], what: str) -> str:
+    """`did you mean ...?`, else the ids there are (or that there are none)."""
+    close = close_matches(name, known)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    if not known:
+        return f"there are no {what} yet"
+    listed = sorted(known, key=str.lower)
+    more = f", ... ({len(listed)} in all)" if len(listed) > _LISTED else ""
+    return f"the {what} are " + ", ".join(repr(k) for k in listed[:_LISTED]) + more
+
+
+class UnknownWorldNameError(UnknownWorldError):
+    """An adapter was given the id of a world that does not exist, without `create=True`.
+    `suggestions`: the existing world ids closest to it."""
+
+    def __init__(self, world_id: str, known: Iterable[str]) -> None:
+        super().__init__(world_id)
+        ids = list(known)
+        self.suggestions = close_matches(world_id, ids)
+        self.args = (
+            f"unknown world {world_id!r}: {_hint(world_id, ids, 'worlds')} (create=True creates a world {world_id!r})",
+        )
+
+
+class UnknownParticipantNameError(UnknownParticipantError):
+    """An adapter was given the id of an agent or human its world does not have, without
+    `create=True`. `suggestions`: the world's ids of that kind closest to it."""
+
+    def __init__(self, world: World, participant_id: str, kind: str, known: Iterable[str]) -> None:
+        super().__init__(world.id, participant_id, kind)
+        ids = list(known)
+        self.suggestions = close_matches(participant_id, ids)
+        self.args = (
+            f"unknown {kind} {participant_id!r} in world {world.id!r}: {_hint(participant_id, ids, kind + 's')} "
+            f"(create=True registers {participant_id!r} as {'an' if kind[0] in 'aeiou' else 'a'} {kind} of the world)",
+        )
+
+
+def resolve_world(mem: Recall, world: str | World, create: bool = False) -> World:
+    """`world` itself, or the world of that id: created when missing with `create`, else an
+    `UnknownWorldNameError` naming the closest world ids."""
+    if isinstance(world, World):
+        return world
     try:
-        return world.agent(agent_id)
-    except UnknownParticipantError:
-        pass
+        return mem.world(world)
+    except UnknownWorldError:
+        if create:
+            return mem.world(world, create=True)
+        raise UnknownWorldNameError(world, [w.id for w in mem.worlds()]) from None
+
+
+def _reserved(field: str, name: str) -> InvalidInputError:
+    return InvalidInputError(
+        field, f"{name!r} is a reserved sender name ({', '.join(RESERVED_SENDERS)}), not the id of a participant"
+    )
+
+
+def ensure_agent(world: World, agent_id: str, create: bool = False) -> Agent:
+    """The agent `agent_id` of `world`. When missing: registered (with an empty system prompt)
+    with `create`, else an `UnknownParticipantNameError` naming the closest agents. A human of
+    that id, or a reserved sender name, is an `InvalidInputError`."""
+    if not isinstance(agent_id, str) or not agent_id:
+        raise InvalidInputError("agent", "must be the id of an agent of the world (a non-empty string)")
+    if agent_id.lower() in RESERVED_SENDERS:
+        raise _reserved("agent", agent_id)
+    people = world.participants()
+    for participant in people:
+        if participant.id.lower() == agent_id.lower():
+            if participant.kind != "agent":
+                agents = [p.id for p in people if p.kind == "agent"]
+                raise InvalidInputError(
+                    "agent",
+                    f"{agent_id!r} is a {participant.kind} of world {world.id!r}, not an agent: "
+                    f"{_hint(agent_id, agents, 'agents') if agents else 'the world has no agents yet'}"
+                    " (a human is the `human=` of an adapter)",
+                )
+            return world.agent(participant.id)
+    if not create:
+        raise UnknownParticipantNameError(world, agent_id, "agent", [p.id for p in people if p.kind == "agent"])
     try:
         return world.add_agent(agent_id)
     except ConflictError:  # registered meanwhile (or a human of that id: then world.agent says so)
         return world.agent(agent_id)
 
 
-def ensure_human(world: World, human_id: str) -> str:
+def ensure_human(world: World, human_id: str, create: bool = False) -> str:
     """The id to post as for `human_id`: `human`, `user` and `you` need no registering; anyone
-    else is registered as a human of `world` when missing."""
+    else is a human of `world`. When missing: registered with `create`, else an
+    `UnknownParticipantNameError` naming the closest humans. An agent of that id, or another
+    reserved sender name, is an `InvalidInputError`."""
+    if not isinstance(human_id, str) or not human_id:
+        raise InvalidInputError("human", "must be the id of a human of the world, or 'human' (a non-empty string)")
     if RESERVED_SENDERS.get(human_id.lower()) is SenderType.HUMAN:
         return human_id.lower()
-    for participant in world.participants():
+    if human_id.lower() in RESERVED_SENDERS:
+        raise _reserved("human", human_id)
+    people = world.participants()
+    for participant in people:
         if participant.id.lower() == human_id.lower():
             if participant.kind != "human":
                 raise InvalidInputError("human", f"{human_id!r} is an agent of world {world.id!r}, not a human")
             return participant.id
+    if not create:
+        raise UnknownParticipantNameError(world, human_id, "human", [p.id for p in people if p.kind == "human"])
     try:
         return world.add_human(human_id).id
     except ConflictError:  # registered meanwhile

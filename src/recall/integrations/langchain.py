@@ -5,25 +5,27 @@
 from recall import Recall
 from recall.integrations.langchain import RecallChatMessageHistory
 
-history = RecallChatMessageHistory(Recall("recall.db"), world="support", agent="helper", human="maria")
+history = RecallChatMessageHistory(Recall("recall.db"), world="support", agent="helper", human="maria", create=True)
 history.add_messages([HumanMessage("hi"), AIMessage("hello!")])
-history.messages   # what `helper` would see of the conversation
+history.messages   # what `helper` heard of the conversation, from its first message
 ```
 
-`messages` is the agent's view of one chat, built by recall's context builder (`Agent.context`):
-its history and the new messages it would answer, under the routing rule (a message addressed to
-another agent is left out), the agent's history depth and token budget; before them, as a
-`SystemMessage`, the recalled past (what the agent heard earlier, in any chat, that matters for
-the newest message), unless this history was cleared. Messages that
-`add_messages` wrote come back exactly as given (their LangChain form is kept in the message's
-metadata); messages posted by anyone else come back as `HumanMessage(name=sender)`, the agent's
-own as `AIMessage` (tool calls included) and tool results as `ToolMessage`.
+`messages` is the agent's view of one chat: every message of the chat it heard, oldest first,
+under the routing rule (a message addressed to another agent is left out, as in its recall
+contexts), from the chat's first message unless this history was cleared; with `window=N` only
+the newest N, starting at a human message. Before them, as a `SystemMessage`, the recalled past
+(what the agent heard in other chats, or before the window, that matters for the newest
+message), unless this history was cleared or `recalled=False`. Messages that `add_messages` wrote
+come back exactly as given (their LangChain form is kept in the message's metadata); messages
+posted by anyone else come back as `HumanMessage(name=sender)`, the agent's own as `AIMessage`
+(tool calls included) and tool results as `ToolMessage`.
 
 `add_messages` posts into the world's chat, in one transaction: a `HumanMessage` as the human,
 an `AIMessage` as the agent (its tool calls in recall's `tool_calls` metadata, so the agent's
-recall contexts show them), a `ToolMessage` as the agent's tool result. Other kinds are refused:
-the agent's system prompt is its recall profile. What was posted is marked read in the agent's
-inbox (LangChain is answering it), so a recall runner of the same agent does not answer it again.
+recall contexts show them), a `ToolMessage` as the agent's tool result, a `SystemMessage` as a
+message of `system` kept for this agent (which no agent's recall context shows: the agent's
+system prompt there is its recall profile). What was posted is marked read in the agent's inbox
+(LangChain is answering it), so a recall runner of the same agent does not answer it again.
 
 `clear()` hides the chat's messages so far from this history: the other participants heard
 them too, so they stay in the store, in search, and in the agents' recall contexts
@@ -51,7 +53,11 @@ from langchain_core.messages import (
 
 from recall.api import Recall, World
 from recall.app.posting import PostRequest
-from recall.core.context_records import ContextMessage
+from recall.app.validation import MAX_HISTORY_LIMIT
+from recall.core.models import AgentProfile, Message, SenderType
+from recall.core.recalled import SECTION as RECALLED
+from recall.core.routing import context_verdict, is_own
+from recall.errors import InvalidInputError
 from recall.integrations._common import (
     HiddenMessages,
     chat_id_for,
@@ -64,8 +70,11 @@ from recall.integrations._common import (
 
 #: The metadata field holding a message's LangChain form.
 META = "langchain"
-#: The context sections that are the conversation.
-_CONVERSATION = ("recalled", "summary", "history", "incoming")
+#: The metadata field naming the agent a stored `SystemMessage` is for.
+SYSTEM_FOR = "langchain_system_for"
+#: The token budget of the context the recalled past is taken from: no budget, so the history
+#: that context holds is the whole view and the recalled past repeats none of it.
+_UNBOUNDED = 2**31 - 1
 
 
 def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
@@ -98,11 +107,13 @@ def _langchain_calls(calls: object) -> list[ToolCall]:
 class RecallChatMessageHistory(BaseChatMessageHistory):
     """One agent's view of one chat of a recall world, as a LangChain chat history.
 
-    `world`: a `World`, or a world id (created when missing). `agent`: whose view (registered
-    when missing); `human`: who the `HumanMessage`s are from (`human`, or a human of the world,
-    registered when missing). `chat`: the chat (any string, e.g. LangChain's session id; None is
-    the world's default chat). `history_limit` and `max_tokens`: the view's depth and token
-    budget (default: the agent's own settings).
+    `world`: a `World`, or a world id. `agent`: whose view; `human`: who the `HumanMessage`s are
+    from (`human`, the default, needs no registering; else a human of the world). A world id, agent
+    or human that does not exist is refused, naming the closest ids there are; `create=True`
+    creates what is missing. `chat`: the chat (any string, e.g. LangChain's session id; None is
+    the world's default chat). `window`: show only the newest `window` messages, from the first
+    human message among them (None, the default: the whole chat). `recalled`: put the recalled
+    past first, as a `SystemMessage` (see the module's notes).
     """
 
     def __init__(
@@ -113,16 +124,21 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         agent: str,
         human: str = "human",
         chat: str | None = None,
-        history_limit: int | None = None,
-        max_tokens: int | None = None,
+        window: int | None = None,
+        recalled: bool = True,
+        create: bool = False,
     ) -> None:
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+            raise InvalidInputError(
+                "window", f"must be a number of messages, 1 or more (None: the whole chat), got {window!r}"
+            )
         self.mem = mem
-        self.world = resolve_world(mem, world)
-        self.agent = ensure_agent(self.world, agent)
-        self.human = ensure_human(self.world, human)
+        self.world = resolve_world(mem, world, create)
+        self.agent = ensure_agent(self.world, agent, create)
+        self.human = ensure_human(self.world, human, create)
         self.chat = None if chat is None or chat == "" else chat_id_for(chat)
-        self.history_limit = history_limit
-        self.max_tokens = max_tokens
+        self.window = window
+        self.recalled = recalled
         self._hidden = HiddenMessages(self.agent, note_key("langchain", self.chat or "(default chat)"))
 
     def __repr__(self) -> str:
@@ -131,36 +147,79 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]  # read from recall on every access
         """The agent's view of the chat, oldest first (see the module's notes)."""
-        context = self.agent.context(self.chat, history_limit=self.history_limit, max_tokens=self.max_tokens)
         through, hidden = self._hidden.load()
-        out: list[BaseMessage] = []
-        for message in context.messages:
-            if message.section not in _CONVERSATION:
+        profile = self.agent.profile
+        view: list[Message] = []  # newest first, as the agent's memory is read
+        for message in self.mem.service.store.iter_heard(self.world.key, self.agent.id, self.chat):
+            if message.id <= through:
+                break
+            if message.id in hidden or not self._shown(profile, message):
                 continue
-            if message.section in ("recalled", "summary"):
-                # The recalled past and a summary may quote what this history cleared: left out then.
-                if not through:
-                    out.append(SystemMessage(message.content))
-                continue
-            if message.source_id is not None and (message.source_id <= through or message.source_id in hidden):
-                continue
-            out.append(self._to_langchain(message))
-        return out
+            view.append(message)
+            if self.window is not None and len(view) >= self.window:
+                break
+        view.reverse()
+        out = [self._to_langchain(message) for message in view]
+        if self.window is not None:
+            # A window never opens on a reply or a tool result without what it answers.
+            start = next((i for i, m in enumerate(out) if isinstance(m, HumanMessage)), 0)
+            out = out[start:]
+        # The recalled past may quote what this history cleared: left out then.
+        past = self._recalled_past(len(view)) if self.recalled and not through else None
+        return [past, *out] if past is not None else out
 
-    def _to_langchain(self, message: ContextMessage) -> BaseMessage:
-        stored = None
-        if message.source_id is not None:
-            stored = self.mem.service.posting.find_message(self.world.key, message.source_id)
-        if stored is not None and isinstance(stored.metadata.get(META), dict):
+    def _shown(self, profile: AgentProfile, message: Message) -> bool:
+        """Whether the message is in the agent's view: its own `SystemMessage`s, and what its
+        recall contexts would show (the routing rule, or everything with context_filter 'all')."""
+        return self._system_for_agent(message) or context_verdict(profile, message).addressed
+
+    def _system_for_agent(self, message: Message) -> bool:
+        owner = message.metadata.get(SYSTEM_FOR)
+        return (
+            message.sender_type is SenderType.SYSTEM
+            and isinstance(owner, str)
+            and owner.lower() == self.agent.id.lower()
+        )
+
+    def _recalled_past(self, shown: int) -> SystemMessage | None:
+        """The recalled past of the agent's context for the chat, as a system message: from a
+        context whose history holds at least the `shown` messages of the view (and no token
+        budget cuts it), so none of them is repeated. None when there is none, or when the view
+        is longer than a context's history can be."""
+        if shown > MAX_HISTORY_LIMIT:
+            return None
+        context = self.agent.context(self.chat, history_limit=shown, max_tokens=_UNBOUNDED)
+        block = next((m for m in context.messages if m.section == RECALLED), None)
+        return SystemMessage(block.content) if block is not None else None
+
+    def _to_langchain(self, message: Message) -> BaseMessage:
+        """The message as the agent sees it: the LangChain form it was added in, when that is
+        what it is to this agent (another agent's `AIMessage` is a `HumanMessage` here), else
+        rebuilt from the stored message."""
+        kind: type[BaseMessage]
+        if is_own(self.agent.id, message):
+            kind = AIMessage
+        elif self._system_for_agent(message):
+            kind = SystemMessage
+        elif message.metadata.get("tool_call_id") and message.metadata.get("tool_result_for"):
+            kind = ToolMessage
+        else:
+            kind = HumanMessage
+        stored = message.metadata.get(META)
+        if isinstance(stored, dict):
             try:
-                return messages_from_dict([stored.metadata[META]])[0]
+                restored = messages_from_dict([stored])[0]
             except (KeyError, TypeError, ValueError):
-                pass  # not a LangChain message after all: rebuilt from the context below
-        if message.role == "assistant":
-            return AIMessage(message.content, tool_calls=_langchain_calls(message.extra.get("tool_calls")))
-        if message.role == "tool":
-            return ToolMessage(message.content, tool_call_id=str(message.extra.get("tool_call_id", "")))
-        return HumanMessage(message.content, name=message.name)
+                restored = None  # not a LangChain message after all: rebuilt below
+            if isinstance(restored, kind):
+                return restored
+        if kind is AIMessage:
+            return AIMessage(message.content, tool_calls=_langchain_calls(message.metadata.get("tool_calls")))
+        if kind is ToolMessage:
+            return ToolMessage(message.content, tool_call_id=str(message.metadata.get("tool_call_id", "")))
+        if kind is SystemMessage:
+            return SystemMessage(message.content)
+        return HumanMessage(message.content, name=message.sender)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Post the messages into the chat, all or none (see the module's notes)."""
@@ -190,9 +249,14 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         if isinstance(message, ToolMessage):
             metadata.update(tool_result_for=self.agent.id, tool_call_id=message.tool_call_id)
             return PostRequest("system", text if text.strip() else "(no output)", self.chat, metadata=metadata)
+        if isinstance(message, SystemMessage):
+            if not text.strip():
+                raise ValueError("a SystemMessage needs text to be posted to recall")
+            # Posted by `system`, which no agent's recall context shows; this history shows it.
+            metadata[SYSTEM_FOR] = self.agent.id
+            return PostRequest("system", text, self.chat, metadata=metadata)
         raise ValueError(
-            f"RecallChatMessageHistory stores human, AI and tool messages, not {message.type!r} ones "
-            "(the agent's system prompt is its recall profile: world.add_agent(id, system_prompt=...))"
+            f"RecallChatMessageHistory stores human, AI, tool and system messages, not {message.type!r} ones"
         )
 
     def clear(self) -> None:

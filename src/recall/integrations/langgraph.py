@@ -5,7 +5,7 @@ from langgraph.graph import StateGraph
 from recall import Recall
 from recall.integrations.langgraph import RecallStore
 
-store = RecallStore(Recall("recall.db"), world="support")
+store = RecallStore(Recall("recall.db"), world="support", create=True)
 graph = StateGraph(State).add_node(...).compile(store=store)
 store.put(("users", "maria"), "tea", {"memory": "Drinks only green tea"})
 store.search(("users",), query="what does she drink?")   # recall's hybrid search
@@ -13,7 +13,10 @@ store.search(("users",), query="what does she drink?")   # recall's hybrid searc
 
 Every item is a long-term memory of the store's world (type `langgraph`): shared by the world's
 agents, or private to `agent` when one is named. The memory's text is what is searched: the
-item's value rendered as `field: value` lines (or the fields `index` names); its metadata holds
+item's value rendered as `field: value` lines (or the fields `index` names: a list of
+LangGraph's JSON paths, or LangGraph's `IndexConfig`, whose `fields` are used; recall embeds
+with its own model, chosen for the whole store by `Settings(embeddings=...)`, so a `dims` or
+`embed` of another model is refused); its metadata holds
 the item itself (namespace, key, the JSON value as given, created_at, updated_at, TTL), so
 nothing is lost. A put writes a new memory and then deletes the one it replaces; a delete
 deletes the memory, so recall's search no longer finds it. With importance 5 or more (the
@@ -45,6 +48,7 @@ from typing import Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
@@ -60,7 +64,7 @@ from langgraph.store.base import (
 
 from recall.api import Agent, Recall, World
 from recall.app.search import SearchResult
-from recall.errors import UnknownMemoryError
+from recall.errors import InvalidInputError, UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
 from recall.limits import MAX_NOTE_CHARS
 from recall.store.base import Memory
@@ -250,15 +254,109 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     return all(p == "*" or n == p for n, p in pairs)
 
 
+#: The keys of LangGraph's `IndexConfig`, all of which recall reads.
+_INDEX_KEYS = ("dims", "embed", "fields")
+#: Names of the bundled model, all-MiniLM-L6-v2, that an `IndexConfig`'s `embed` may give (after a
+#: provider prefix such as `huggingface:` and `sentence-transformers/`; any case).
+_MINILM_NAMES = frozenset({"minilm", "all-minilm", "all-minilm-l6-v2", "all-minilm-l6-v2-int8"})
+
+
+def _store_model(mem: Recall) -> tuple[str, int] | None:
+    """(name, dims) of the model that embeds the store; None when it searches by keywords only."""
+    index = mem.service.index
+    embedder = index.embedder if index is not None else None
+    return None if embedder is None else (embedder.name, embedder.dim)
+
+
+def _names_model(embed: str, model: str) -> bool:
+    """Whether `embed` (a LangGraph provider string, e.g. `huggingface:sentence-transformers/all-MiniLM-L6-v2`)
+    names the store's model `model`."""
+    name = embed.strip().lower()
+    name = name.split(":", 1)[1] if ":" in name else name
+    name = name.removeprefix("sentence-transformers/")
+    if model.lower().startswith("all-minilm-l6-v2"):
+        return name in _MINILM_NAMES or name == model.lower()
+    return name == model.lower()
+
+
+def _check_model(mem: Recall, config: Mapping[str, Any]) -> None:
+    """Refuse an `IndexConfig` whose `dims` or `embed` is not the store's own model: one model embeds
+    a whole store (messages, memories, facts and these items are searched together), chosen when
+    the store opens (`Settings(embeddings=...)`)."""
+    model = _store_model(mem)
+    how = (
+        "recall embeds a whole store with one model, chosen when the store opens: "
+        "Recall(db, settings=Settings(embeddings='minilm')) for all-MiniLM-L6-v2 (384 dims, bundled; the default) "
+        "or Settings(embeddings='none') for keyword search only"
+    )
+    dims = config.get("dims")
+    if dims is not None:
+        if model is None:
+            raise InvalidInputError(
+                "index",
+                f"dims is {dims!r}, but this store makes no vectors (Settings(embeddings='none')): leave dims "
+                f"out ({how})",
+            )
+        if isinstance(dims, bool) or dims != model[1]:
+            raise InvalidInputError(
+                "index",
+                f"dims is {dims!r}, but the store's embedding model ({model[0]}) makes {model[1]}-dimensional "
+                f"vectors: leave dims out or give {model[1]} ({how})",
+            )
+    embed = config.get("embed")
+    if embed is None:
+        return
+    shown = repr(embed) if len(repr(embed)) <= 80 else repr(embed)[:77] + "..."
+    if model is None:
+        raise InvalidInputError(
+            "index",
+            f"embed is {shown}, but this store makes no vectors (Settings(embeddings='none')): leave embed out ({how})",
+        )
+    if not isinstance(embed, str) or not _names_model(embed, model[0]):
+        raise InvalidInputError(
+            "index",
+            f"embed is {shown}, which recall cannot use: {how}. Leave embed out, or name the store's model "
+            f"({'minilm' if model[0].lower().startswith('all-minilm') else model[0]!r})",
+        )
+
+
+def _index_fields(mem: Recall, index: IndexConfig | Sequence[str] | str | None) -> tuple[str, ...]:
+    """The JSON paths whose text is searched: a list of them, or LangGraph's `IndexConfig` (its
+    `fields`; its `dims` and `embed` must be the store's own model). Default: `$`, the whole value."""
+    if index is None:
+        return ("$",)
+    if isinstance(index, Mapping):
+        unknown = sorted(repr(k) for k in index if k not in _INDEX_KEYS)
+        if unknown:
+            raise InvalidInputError(
+                "index", f"unknown IndexConfig key {', '.join(unknown)}: recall reads {', '.join(_INDEX_KEYS)}"
+            )
+        _check_model(mem, index)
+        fields: Any = index.get("fields")
+    else:
+        fields = index
+    paths = [fields] if isinstance(fields, str) else list(fields or ())
+    for path in paths:
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidInputError(
+                "index", f"fields are JSON paths of the value (such as 'text' or 'user.name'), got {path!r}"
+            )
+    return tuple(paths) if paths else ("$",)
+
+
 class RecallStore(BaseStore):
     """A LangGraph store whose items are long-term memories of a recall world.
 
-    `world`: a `World`, or a world id (created when missing; default `langgraph`). `agent`: keep
-    the items private to this agent of the world (registered when missing), searched with its
-    `Agent.search`; without one they are shared by the world's agents. `importance` (1-10) of the
-    memories. `index`: the fields whose text is searched (LangGraph's JSON paths; `$`, the
-    default, is the whole value), unless a put names its own; a put with `index=False` is never
-    found by a query. `ttl`: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
+    `world`: a `World`, or a world id (default `langgraph`). `agent`: keep the items private to
+    this agent of the world, searched with its `Agent.search`; without one they are shared by
+    the world's agents. A world id or agent that does not exist is refused, naming the closest
+    ids there are; `create=True` creates what is missing. `importance` (1-10) of the memories.
+    `index`: the fields whose text is searched, unless a put names its own: LangGraph's JSON
+    paths (`$`, the default, is the whole value), as a list or as LangGraph's `IndexConfig`
+    (`{"fields": [...]}`; its `dims` and `embed`, when given, must be the store's own embedding
+    model, which `Settings(embeddings=...)` chooses for the whole store: `InvalidInputError`
+    otherwise). A put with `index=False` is never found by a query. `ttl`: LangGraph's
+    `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
     `fresh_search`: before a query search, embed what is still waiting for its vector
     (`Recall.refresh_index`), so an item put just before is found by meaning as well as by
     its words.
@@ -273,15 +371,16 @@ class RecallStore(BaseStore):
         world: str | World = "langgraph",
         agent: str | None = None,
         importance: int = 5,
-        index: Sequence[str] | None = None,
+        index: IndexConfig | Sequence[str] | None = None,
         ttl: TTLConfig | None = None,
         fresh_search: bool = True,
+        create: bool = False,
     ) -> None:
         self.mem = mem
-        self.world = resolve_world(mem, world)
-        self.agent: Agent | None = ensure_agent(self.world, agent) if agent is not None else None
+        self.fields: tuple[str, ...] = _index_fields(mem, index)
+        self.world = resolve_world(mem, world, create)
+        self.agent: Agent | None = ensure_agent(self.world, agent, create) if agent is not None else None
         self.importance = importance
-        self.fields: tuple[str, ...] = tuple(index) if index else ("$",)
         self.ttl_config = ttl
         self.fresh_search = fresh_search
         self._owner = self.agent.id if self.agent is not None else ""

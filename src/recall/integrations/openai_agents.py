@@ -6,7 +6,7 @@ from agents import Agent, Runner
 from recall import Recall
 from recall.integrations.openai_agents import RecallSession
 
-session = RecallSession(Recall("recall.db"), session_id="maria-1", world="support", agent="helper")
+session = RecallSession(Recall("recall.db"), session_id="maria-1", world="support", agent="helper", create=True)
 await Runner.run(Agent(name="helper", instructions="..."), "hi", session=session)
 ```
 
@@ -72,10 +72,11 @@ def _text(content: object) -> str:
 class RecallSession:
     """An OpenAI Agents SDK session kept in a recall world.
 
-    `session_id`: the SDK's session id. `world`: a `World`, or a world id (created when
-    missing). `agent`: who the assistant is (registered when missing); `human`: who the user
-    is (`human`, or a human of the world, registered when missing). `session_settings`: the
-    SDK's `SessionSettings` (its `limit` is `get_items`'s default).
+    `session_id`: the SDK's session id. `world`: a `World`, or a world id. `agent`: who the
+    assistant is; `human`: who the user is (`human`, the default, needs no registering; else a
+    human of the world). A world id, agent or human that does not exist is refused, naming the
+    closest ids there are; `create=True` creates what is missing. `session_settings`: the SDK's
+    `SessionSettings` (its `limit` is `get_items`'s default).
     """
 
     def __init__(
@@ -87,13 +88,14 @@ class RecallSession:
         agent: str,
         human: str = "human",
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
+        create: bool = False,
     ) -> None:
         self.mem = mem
         self.session_id = session_id
         self.chat = chat_id_for(session_id)
-        self.world = resolve_world(mem, world)
-        self.agent = ensure_agent(self.world, agent)
-        self.human = ensure_human(self.world, human)
+        self.world = resolve_world(mem, world, create)
+        self.agent = ensure_agent(self.world, agent, create)
+        self.human = ensure_human(self.world, human, create)
         self.session_settings: SessionSettings | None = (
             SessionSettings(**dict(session_settings)) if isinstance(session_settings, Mapping) else session_settings
         )
