@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from recall import Recall
@@ -199,3 +203,38 @@ def test_version_and_short_help() -> None:
     for command in ([], ["world", "list"], ["agent", "run"], ["facts", "add"]):
         short, long = runner.invoke(app, [*command, "-h"]), runner.invoke(app, [*command, "--help"])
         assert short.exit_code == 0 and short.output == long.output and "Usage: " in short.output
+
+
+def _every_command(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """The root, every group and every command, with the words that name it."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _every_command(sub, (*path, name))
+
+
+def test_help_writes_flags_and_arguments_as_a_command_line() -> None:
+    """Issue 24, point 12: typer showed `--json <bool>` and `--help <bool>` as if flags took a
+    value, and arguments as `{file}`. On every command: a flag shows no value, an option that
+    takes one its type, and an argument its name in capitals, in the usage line and the panel."""
+    commands = list(_every_command(typer.main.get_command(app)))
+    assert len(commands) > 30
+    for path, command in commands:
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (path, result.output)
+        text = result.output
+        assert "<bool>" not in text, path
+        assert re.search(r"--help\s+-h\s+Show this message", text), (path, text)
+        usage = next(line for line in text.splitlines() if "Usage:" in line)
+        assert not re.search(r"[{}<>]", usage), usage
+        for param in command.params:
+            if param.param_type_name == "argument":
+                name = param.name.upper()
+                assert re.search(rf" {name}\b", usage), (usage, name)
+                assert re.search(rf"\*\s+{name}\s", text), (path, name)
+    # Options that take a value still show what they take.
+    search = runner.invoke(app, ["search", "--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--k\s+<int>", search) and re.search(r"--json\s+JSON instead", search)
+    # And an argument left out is named as the usage line writes it.
+    missing = runner.invoke(app, ["import", "locomo"])
+    assert missing.exit_code == 2 and re.search(r"Usage: \S+ import locomo \[OPTIONS\] FILE\n", missing.output)
+    assert "Missing argument 'FILE'" in missing.output

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
 
 import httpx
 import pytest
+from fastapi import Path as FastAPIPath
+from fastapi import Query
+from fastapi.testclient import TestClient
 
+from recall.api import Recall
+from recall.errors import InvalidInputError
+from recall.server import schemas
+from recall.server.app import create_app
 from recall.server.config import ServerConfig
+from recall.settings import Settings
 from tests.server.conftest import LiveServer, post, start_server, stop_server
 
 # -- worlds, participants, messages -------------------------------------------------------------
@@ -289,6 +299,67 @@ def test_invalid_requests_get_a_4xx_naming_the_problem(
         assert error["field"] == field
     # Nothing was stored by a rejected request.
     assert client.get("/v1/worlds/w/messages").json()["messages"] == []
+
+
+def test_a_malformed_id_or_type_is_refused_in_words_not_as_a_regex(live: LiveServer, client: httpx.Client) -> None:
+    """Issue 24, point 12: a 422 quoted pydantic's `String should match pattern '^[A-Za-z0-9_]+…$'`.
+    It says what the field takes, in the Python API's words."""
+    with pytest.raises(InvalidInputError) as python_api:
+        live.mem.world("bad id!", create=True)
+    cases = [
+        ("/v1/worlds", {"id": "bad id!"}, "id", python_api.value.problem),
+        ("/v1/worlds/w/agents", {"id": "-x"}, "id", "'-x' is not a valid id: use up to 64 ASCII letters, digits"),
+        ("/v1/worlds/w/humans", {"id": "maria@home"}, "id", "'maria@home' is not a valid id"),
+        ("/v1/worlds/w/memories", {"content": "rule", "type": "Bad Type"}, "type", "a lowercase word of at most 40"),
+    ]
+    for path, body, field, words in cases:
+        response = client.post(path, json=body)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert (error["type"], error["field"]) == ("invalid_input", field)
+        assert error["message"].startswith(words), error
+        assert error["problems"] == [{"field": field, "message": error["message"]}]
+        assert "pattern" not in response.text and "$" not in response.text, response.text
+    assert [w["id"] for w in client.get("/v1/worlds").json()["worlds"]] == ["w"]
+
+
+def _patterns(node: Any) -> Iterator[str]:
+    """Every `pattern` an OpenAPI schema holds, wherever it is."""
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            yield node["pattern"]
+        for value in node.values():
+            yield from _patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _patterns(value)
+
+
+def test_every_pattern_of_the_api_is_said_in_words_in_paths_queries_and_bodies(tmp_path: Path) -> None:
+    """Each pattern /openapi.json holds has its words, and the words are used wherever the
+    pattern is checked: a path or query parameter as much as a body field."""
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        app = create_app(mem.service, ServerConfig(rate_limit=0))
+        assert set(_patterns(app.openapi())) == set(schemas.PATTERN_WORDS)
+
+        @app.get("/probe/{name}")
+        def probe(
+            name: Annotated[str, FastAPIPath(pattern=schemas.ID_REGEX)],
+            kind: Annotated[str, Query(pattern=schemas.NOTE_TYPE_REGEX)] = "note",
+        ) -> dict[str, str]:
+            return {"name": name, "kind": kind}
+
+        client = TestClient(app, base_url="http://127.0.0.1")
+        assert client.get("/probe/ok").json() == {"name": "ok", "kind": "note"}
+        errors = [
+            client.get("/probe/bad%20id!").json()["error"],
+            client.get("/probe/ok", params={"kind": "Episode"}).json()["error"],
+        ]
+    assert [(e["field"], e["message"]) for e in errors] == [
+        ("path.name", schemas.pattern_in_words(schemas.ID_REGEX, "bad id!")),
+        ("query.kind", "a lowercase word of at most 40 characters (e.g. note, episode), got 'Episode'"),
+    ]
+    assert errors[0]["message"].startswith("'bad id!' is not a valid id: use up to 64 ASCII letters")
 
 
 def test_rate_limit_answers_429_with_retry_after(tmp_path: Any) -> None:

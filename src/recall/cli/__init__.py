@@ -17,6 +17,7 @@ import typer
 
 from recall.cli import demo, lifecycle, messages, migrate, runner, search, serve
 from recall.cli.facts import facts_app
+from recall.cli.help_format import App
 from recall.cli.importing import import_app
 from recall.cli.memories import memory_app
 from recall.cli.participants import agent_app, human_app, world_app
@@ -24,7 +25,7 @@ from recall.cli.shared import DB_HELP, set_global_options
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
+app = App(
     help="recall: memory and context for LLM agents. Keeps everything each participant heard; "
     "builds for every model call only what matters.",
     no_args_is_help=True,

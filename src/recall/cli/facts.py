@@ -12,11 +12,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from recall.cli.help_format import App
 from recall.cli.shared import JsonFlag, err, fail, open_recall, out, print_json, tenant
 
-facts_app = typer.Typer(
-    help="Facts about a user, an agent or a world, and their summary sections.", no_args_is_help=True
-)
+facts_app = App(help="Facts about a user, an agent or a world, and their summary sections.", no_args_is_help=True)
 
 SCOPE_HELP = "user:ID, agent:WORLD/AGENT or world:ID"
 

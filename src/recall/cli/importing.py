@@ -10,9 +10,10 @@ from typing import Annotated
 import typer
 
 from recall import importers
+from recall.cli.help_format import App
 from recall.cli.shared import err, open_recall, out
 
-import_app = typer.Typer(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
+import_app = App(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
 
 
 @contextmanager

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 
 from recall.api import Agent, Recall, World
+from recall.cli.help_format import App
 from recall.cli.shared import open_recall, print_json, print_json_lines, tenant
 
-memory_app = typer.Typer(help="Long-term memories of a world, shared or private to an agent.", no_args_is_help=True)
+memory_app = App(help="Long-term memories of a world, shared or private to an agent.", no_args_is_help=True)
 
 
 def _owner(mem: Recall, world: str, agent: str | None) -> World | Agent:

@@ -10,11 +10,12 @@ from rich.table import Table
 from rich.text import Text
 
 from recall.app.worlds import profile_settings
+from recall.cli.help_format import App
 from recall.cli.shared import JsonFlag, open_recall, out, print_json, print_json_lines, tenant
 
-world_app = typer.Typer(help="Create, list and delete worlds.", no_args_is_help=True)
-agent_app = typer.Typer(help="Register, list, show, change, delete and run agents.", no_args_is_help=True)
-human_app = typer.Typer(help="Register, list and delete (or erase) humans.", no_args_is_help=True)
+world_app = App(help="Create, list and delete worlds.", no_args_is_help=True)
+agent_app = App(help="Register, list, show, change, delete and run agents.", no_args_is_help=True)
+human_app = App(help="Register, list and delete (or erase) humans.", no_args_is_help=True)
 
 
 @world_app.command("create")

@@ -40,6 +40,10 @@ def serve(
     Without API keys it listens on loopback only and answers only loopback host names.
     Keys: RECALL_API_KEYS (KEY:TENANT[:AGENT], comma-separated) or [\[keys]] tables in --config.
     A key with admin = true also reads /metrics (counters of every tenant); any key reads /readyz.
+
+    Settings: flags, else RECALL_* variables (RECALL_PORT, …), else the --config file, else defaults.
+    The file is TOML: a \[server] table of the flags' settings (port = 8765, …), a [\[keys]] table per key.
+    Every setting and key field, with its default: docs/configuration.md.
     """
     # Imported here: the web stack loads only when serving.
     import uvicorn

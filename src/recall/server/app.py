@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -42,6 +42,7 @@ from recall.server.deps import ServerState
 from recall.server.guard import BodyLimits, RequestGuard
 from recall.server.inbox import MAX_WAIT_SECONDS
 from recall.server.routes import ROUTERS
+from recall.server.schemas import pattern_in_words
 from recall.server.views import error
 
 __all__ = ["MAX_WAIT_SECONDS", "ServerState", "create_app"]
@@ -120,12 +121,19 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [
-            {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body", "message": e.get("msg", "")}
-            for e in exc.errors()
-        ]
+        problems = [_problem(e) for e in exc.errors()]
         first = problems[0] if problems else {"field": "body", "message": "invalid request"}
         return error(422, "invalid_input", first["message"], first["field"], problems=problems)
+
+
+def _problem(e: Mapping[str, Any]) -> dict[str, str]:
+    """One of FastAPI's validation errors (of a path or query parameter or a body field) as
+    `{field, message}`. A pattern is said in words (pydantic would quote the regex)."""
+    field = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+    message = str(e.get("msg", ""))
+    if e.get("type") == "string_pattern_mismatch":
+        message = pattern_in_words(str((e.get("ctx") or {}).get("pattern", "")), e.get("input"))
+    return {"field": field, "message": message}
 
 
 def _plain(status: int, kind: str) -> Callable[[Request, Exception], Any]:

@@ -4,28 +4,17 @@ Precedence, highest first: command-line flags, environment, config file, default
 
     # recall.toml
     [server]
-    db = "recall.db"
-    host = "127.0.0.1"
     port = 8765
     rate_limit = 100          # requests per agent per minute
-    max_body_bytes = 8388608  # the largest request body (8 MiB); larger ones are answered 413
-    max_import_bytes = 536870912  # the largest world import (512 MiB)
-    header_timeout = 10       # seconds a client has to send a request's head
-    max_connections = 0       # open connections at most (0: the descriptor limit less 64)
 
-    [[keys]]
-    key = "sk-team-1"
-    tenant = "acme"
     [[keys]]
     key = "sk-triage"
     tenant = "acme"
     agent = "triage"          # this key may act only as agent `triage`
-    [[keys]]
-    key = "sk-ops"
-    tenant = "ops"
-    admin = true              # the operator's key: also reads /metrics (every tenant's counters)
 
-`RECALL_API_KEYS` adds keys as `KEY:TENANT[:AGENT]`, comma-separated (admin keys only in the file).
+Every setting, its type, default, flag and variable: docs/configuration.md (a test holds it to
+SERVER_SETTINGS, KEY_FIELDS and ENV_SETTINGS below). `RECALL_API_KEYS` adds keys as
+`KEY:TENANT[:AGENT]`, comma-separated (admin keys only in the file).
 """
 
 from __future__ import annotations
@@ -47,6 +36,12 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 #: The largest world import (an export's JSON lines).
 DEFAULT_MAX_IMPORT_BYTES = 512 * 1024 * 1024
 _LIMITS = ("max_body_bytes", "max_import_bytes", "header_timeout", "max_connections")
+#: What a config file's [server] table may set.
+SERVER_SETTINGS = ("db", "host", "port", "rate_limit", *_LIMITS, "allow_unauthenticated_remote")
+#: What each [[keys]] table of a config file may hold.
+KEY_FIELDS = ("key", "tenant", "agent", "admin")
+#: The settings a `RECALL_<NAME>` environment variable sets (besides RECALL_API_KEYS and RECALL_CONFIG).
+ENV_SETTINGS = ("db", "host", "port", "rate_limit", *_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -118,6 +113,12 @@ def _keys_from_toml(items: Any, where: str) -> tuple[ApiKey, ...]:
     for i, item in enumerate(items):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str) or not item.get("key"):
             raise InvalidInputError(f"{where}[{i}]", 'needs key = "…" and tenant = "…"')
+        unknown = set(item) - set(KEY_FIELDS)
+        if unknown:
+            # A misspelt `agent` must not leave the key acting as every agent of its tenant.
+            raise InvalidInputError(
+                f"{where}[{i}]", f"unknown field {sorted(unknown)[0]!r}: a key has key, tenant, agent and admin"
+            )
         tenant, agent, admin = item.get("tenant"), item.get("agent"), item.get("admin", False)
         if not isinstance(tenant, str) or not tenant or (agent is not None and not isinstance(agent, str)):
             raise InvalidInputError(f"{where}[{i}]", "needs a tenant name; agent, when given, is an agent id")
@@ -173,13 +174,23 @@ def load_config(
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise InvalidInputError("config", f"cannot read {path}: {exc}") from None
+        tables = set(data) - {"server", "keys"}
+        if tables:
+            raise InvalidInputError(
+                "config", f"unknown table [{sorted(tables)[0]}] in {path}: a config file has [server] and [[keys]]"
+            )
         server = data.get("server", {})
-        unknown = set(server) - {"db", "host", "port", "rate_limit", "allow_unauthenticated_remote", *_LIMITS}
+        if not isinstance(server, Mapping):
+            raise InvalidInputError("config", f"[server] in {path} must be a table of settings")
+        unknown = set(server) - set(SERVER_SETTINGS)
         if unknown:
             raise InvalidInputError("config", f"unknown [server] setting {sorted(unknown)[0]!r} in {path}")
+        if not isinstance(server.get("allow_unauthenticated_remote", False), bool):
+            # A quoted "false" is a non-empty string: it would open the server to the network.
+            raise InvalidInputError("allow_unauthenticated_remote", f"must be true or false in {path}")
         values.update(server)
         keys += _keys_from_toml(data.get("keys", []), f"{path} [[keys]]")
-    for name in ("db", "host", "port", "rate_limit", *_LIMITS):
+    for name in ENV_SETTINGS:
         raw = env.get(f"RECALL_{name.upper()}")
         if raw:
             values[name] = raw

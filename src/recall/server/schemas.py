@@ -7,7 +7,40 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Id = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_]+(?:[-_][A-Za-z0-9_]+)*$")
+from recall.app.memories import NOTE_TYPE
+from recall.app.validation import ID_PATTERN, MAX_ID_LENGTH, check_id
+from recall.errors import InvalidInputError
+
+#: The patterns the schemas below hold, the same the Python API checks; OpenAPI shows them to
+#: machines, `pattern_in_words` says what they want to people.
+ID_REGEX = rf"^{ID_PATTERN.pattern}$"
+NOTE_TYPE_REGEX = rf"^{NOTE_TYPE.pattern}$"
+
+Id = Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_REGEX)
+
+
+def _id_in_words(value: object) -> str:
+    """What `check_id` says of the value: the Python API's and the CLI's words for a bad id."""
+    try:
+        check_id("id", value)
+    except InvalidInputError as exc:
+        return exc.problem
+    return f"{value!r} is not a valid id"  # not reached: the schema and check_id share one pattern
+
+
+def _note_type_in_words(value: object) -> str:
+    return f"a lowercase word of at most 40 characters (e.g. note, episode), got {value!r}"
+
+
+#: Every pattern of the API's schemas, and what it asks for in words (a test checks that each
+#: pattern in /openapi.json has its words here).
+PATTERN_WORDS = {ID_REGEX: _id_in_words, NOTE_TYPE_REGEX: _note_type_in_words}
+
+
+def pattern_in_words(pattern: str, value: object) -> str:
+    """Why `value` does not match `pattern`, in words: a client is told what to send, never a regex."""
+    words = PATTERN_WORDS.get(pattern)
+    return words(value) if words is not None else f"{value!r} is not in the form this field takes"
 
 
 class Body(BaseModel):
@@ -178,7 +211,7 @@ class FactsImportIn(Body):
 
 class NoteIn(Body):
     content: str = Field(min_length=1, max_length=20_000)
-    type: str = Field(default="note", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    type: str = Field(default="note", pattern=NOTE_TYPE_REGEX)
     importance: int = Field(default=5, ge=1, le=10)
     chat_id: str | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -200,5 +233,7 @@ class SearchIn(Body):
     since: datetime | None = None
     until: datetime | None = None
     min_importance: int | None = Field(default=None, ge=1, le=10)
+    #: Leave out hits whose score (their relevance, 0..1) is under this.
+    min_score: float | None = Field(default=None, ge=0, le=1)
     #: When relative times in the query ("last week") count back from; default the current time.
     now: datetime | None = None
