@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -79,9 +80,17 @@ def main() -> int:
     for name, weight in zip(FEATURES, weights, strict=True):
         print(f"{name:24} {weight:8.3f}")
     print(f"{'intercept':24} {intercept:8.3f}")
+    # The model's probabilities carry the share of evidence among the candidates (well under 1 %):
+    # a search hit's relevance adds these log odds back, as if answers were as common as not.
+    positives = int(sum(labels))
+    prior_log_odds = round(math.log((len(labels) - positives) / positives), 3)
     print(f"WEIGHTS = {tuple(weights)}\nINTERCEPT = {intercept}")
+    print(f"evidence: {positives} of {len(labels)} candidates\nPRIOR_LOG_ODDS = {prior_log_odds}")
     if args.json is not None:
-        write_json(args.json, {"features": list(FEATURES), "weights": weights, "intercept": intercept})
+        write_json(
+            args.json,
+            {"features": list(FEATURES), "weights": weights, "intercept": intercept, "prior_log_odds": prior_log_odds},
+        )
     return 0
 
 

@@ -269,12 +269,14 @@ class World:
         since: datetime | None = None,
         until: datetime | None = None,
         min_importance: int | None = None,
+        min_score: float | None = None,
         now: datetime | None = None,
     ) -> list[SearchResult]:
         """Messages, memories and facts of this world ranked for `query` (hybrid: BM25 and
-        embeddings fused), filtered by chat, sender, time range and least importance. A hybrid
-        search favours what was said at the times the query names ("on May 8", "last week");
-        `now` is when relative times count back from (default: the current time)."""
+        embeddings fused), filtered by chat, sender, time range and least importance; each
+        hit's `score` is its relevance, 0..1, and `min_score` leaves out the hits under it. A
+        hybrid search favours what was said at the times the query names ("on May 8", "last
+        week"); `now` is when relative times count back from (default: the current time)."""
         return self.service.searcher.search(
             self.key,
             query,
@@ -287,6 +289,7 @@ class World:
             since=since,
             until=until,
             min_importance=min_importance,
+            min_score=min_score,
             now=now,
         )
 

@@ -26,9 +26,12 @@ class SearchResult:
     `method` is what ran (a vector or hybrid search without embeddings runs as bm25);
     `keyword_rank` and `vector_rank` are its 1-based places in the keyword and vector
     candidate lists (None when that method did not find it); `similarity` is its cosine
-    similarity to the query (0..1, when the vector search found it); `score` is what the hits
-    are ordered by (the fused score for hybrid, the negated BM25 for bm25, the similarity for
-    vector)."""
+    similarity to the query (0..1, when the vector search found it); `score` is its relevance,
+    0..1, what the hits are ordered by (`SearchIndex.relevances`: for hybrid, the ranking
+    model's probability that it answers the query, as if answers were as common as not; for
+    vector, the similarity; for bm25, how much of the query's words it holds, about 1 when it
+    holds each of them). Scores of one method compare across queries: `min_score` keeps
+    the hits at or above one."""
 
     kind: str
     source_id: int
@@ -80,11 +83,20 @@ class SearchResult:
         }
 
 
-def _check_options(query: object, kinds: Sequence[str], k: object, method: str) -> None:
+def check_min_score(min_score: object) -> None:
+    """A search's `min_score`: None, or a number from 0 to 1 (a hit's score is its relevance)."""
+    if min_score is not None and (
+        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0.0 <= min_score <= 1.0
+    ):
+        raise InvalidInputError("min_score", f"must be a number from 0 to 1 (a hit's score), got {min_score!r}")
+
+
+def _check_options(query: object, kinds: Sequence[str], k: object, method: str, min_score: object) -> None:
     if not isinstance(query, str):
         raise InvalidInputError("query", "must be text")
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
         raise InvalidInputError("k", f"must be a whole number from 1 to 1000, got {k!r}")
+    check_min_score(min_score)
     if method not in SEARCH_METHODS:
         raise InvalidInputError("method", f"must be one of {', '.join(SEARCH_METHODS)}, got {method!r}")
     bad = [kind for kind in kinds if kind not in SEARCH_KINDS]
@@ -116,13 +128,14 @@ class Searcher:
         since: datetime | None = None,
         until: datetime | None = None,
         min_importance: int | None = None,
+        min_score: float | None = None,
         now: datetime | None = None,
     ) -> list[SearchResult]:
         """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
-        its facts) of `tenant`.
+        its facts) of `tenant`: the `k` best hits, those scoring under `min_score` left out.
 
         With `agent`, only what that agent may see: shared items and its own private ones."""
-        _check_options(query, kinds, k, method)
+        _check_options(query, kinds, k, method, min_score)
         owners: list[str] | None = None
         if isinstance(space, str) and space.startswith("user:"):
             resolved = self.facts.scope(space, tenant)
@@ -154,7 +167,7 @@ class Searcher:
             min_importance=min_importance,
             now=now,
         )
-        return [SearchResult.of(h) for h in hits]
+        return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
 
     def refresh_index(self) -> int:
         """Bring the search index fully up to date now (copy and embed everything pending);

@@ -61,9 +61,14 @@ def search(
     ] = SearchMethod.hybrid,
     chat: Annotated[str | None, typer.Option(help="Only this chat.")] = None,
     sender: Annotated[str | None, typer.Option(help="Only messages from this sender.")] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Leave out hits scoring under this (a score is 0..1 relevance)."),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Search a world's messages, memories and facts (brings the index up to date first)."""
+    """Search a world's messages, memories and facts (brings the index up to date first). Each
+    hit's score is its relevance, 0 to 1."""
     with open_recall() as mem:
         mem.refresh_index()
         results = mem.world(world, tenant=tenant()).search(
@@ -73,6 +78,7 @@ def search(
             method=method.value,
             chat=chat,
             sender=sender,
+            min_score=min_score,
         )
         if json_:
             print_json([r.to_dict() for r in results])
@@ -81,7 +87,7 @@ def search(
         table = Table("score", "kind", "id", "when", "chat", "text", title=Text(title))
         for r in results:
             table.add_row(
-                f"{r.score:.4f}",
+                f"{r.score:.3f}",
                 r.kind,
                 str(r.source_id),
                 r.created_at.strftime("%Y-%m-%d %H:%M"),

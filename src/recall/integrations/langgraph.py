@@ -63,7 +63,7 @@ from langgraph.store.base import (
 )
 
 from recall.api import Agent, Recall, World
-from recall.app.search import SearchResult
+from recall.app.search import SearchResult, check_min_score
 from recall.errors import InvalidInputError, UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
 from recall.limits import MAX_NOTE_CHARS
@@ -359,7 +359,8 @@ class RecallStore(BaseStore):
     `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
     `fresh_search`: before a query search, embed what is still waiting for its vector
     (`Recall.refresh_index`), so an item put just before is found by meaning as well as by
-    its words.
+    its words. `min_score`: a query search leaves out items scoring under it (a `SearchItem`'s
+    score is recall's relevance, 0..1).
     """
 
     supports_ttl = True
@@ -374,8 +375,10 @@ class RecallStore(BaseStore):
         index: IndexConfig | Sequence[str] | None = None,
         ttl: TTLConfig | None = None,
         fresh_search: bool = True,
+        min_score: float | None = None,
         create: bool = False,
     ) -> None:
+        check_min_score(min_score)
         self.mem = mem
         self.fields: tuple[str, ...] = _index_fields(mem, index)
         self.world = resolve_world(mem, world, create)
@@ -383,6 +386,7 @@ class RecallStore(BaseStore):
         self.importance = importance
         self.ttl_config = ttl
         self.fresh_search = fresh_search
+        self.min_score = min_score
         self._owner = self.agent.id if self.agent is not None else ""
         self._lock = threading.RLock()
 
@@ -498,8 +502,8 @@ class RecallStore(BaseStore):
 
     def _recall_search(self, query: str, k: int) -> list[SearchResult]:
         if self.agent is not None:
-            return self.agent.search(query, k=k, kinds=["memory"])
-        return self.world.search(query, k=k, kinds=["memory"])
+            return self.agent.search(query, k=k, kinds=["memory"], min_score=self.min_score)
+        return self.world.search(query, k=k, kinds=["memory"], min_score=self.min_score)
 
     def _list_namespaces(
         self, live: dict[tuple[tuple[str, ...], str], _Stored], op: ListNamespacesOp

@@ -235,6 +235,11 @@ class SearchBackend(Protocol):
         """The best full-text matches of any of `terms` (not empty), best first."""
         ...
 
+    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
+        """What `keyword` would score a text holding each of `terms` once (in the filters'
+        space): the scale a keyword hit's relevance is read against."""
+        ...
+
     def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """The `limit` nearest embedded items that pass the filters (every one that does, if
         fewer), nearest first."""

@@ -42,7 +42,7 @@ from recall.search.base import (
     similarity,
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
-from recall.search.ranking import hybrid_depth, rank
+from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
 
@@ -331,7 +331,8 @@ class SearchIndex:
 
     def search(self, query: str, *, tenant: str, space: str, **options: Unpack[SearchOptions]) -> list[SearchHit]:
         """The `k` best items of one tenant's space for `query`, best first: `ranked`, with each
-        item's row read (an item deleted by another process since is left out)."""
+        item's row read (an item deleted by another process since is left out), scored by its
+        relevance (`relevances`)."""
         found = self.ranked(query, tenant=tenant, space=space, **options)
         if not found:
             return []
@@ -340,7 +341,23 @@ class SearchIndex:
             row[0]: row
             for row in self._read(f"SELECT {ITEM_COLUMNS} FROM search_items s WHERE s.id IN ({marks(ids)})", ids)
         }
-        return [hit(rows[r.id], r) for r in found if r.id in rows]
+        scores = self.relevances(query, tenant, space, found)
+        return [
+            hit(rows[r.id], r._replace(score=score)) for r, score in zip(found, scores, strict=True) if r.id in rows
+        ]
+
+    def relevances(self, query: str, tenant: str, space: str, found: Sequence[Ranked]) -> list[float]:
+        """Each hit's relevance, 0..1, in the order of its score (a search's hits stay in order):
+        for hybrid, the ranking model's probability with the rarity of answers among the
+        candidates taken out (`ranking.relevance`); for vector, the cosine similarity; for
+        bm25, the keyword score over that of a text holding each of the query's words once
+        (capped at 1: a text with all of them scores about 1, one with a common word of several
+        little)."""
+        if not found or found[0].method != "bm25":
+            return [relevance(r.score) if r.method == "hybrid" else r.score for r in found]
+        filters = search_filters(tenant, space, KINDS, None, None, None, None, None, None)
+        ceiling = self._backend.keyword_ceiling(query_terms(query), filters)
+        return [min(1.0, r.score / ceiling) if ceiling > 0 else 0.0 for r in found]
 
     def ranked(
         self,
@@ -420,8 +437,9 @@ class SearchIndex:
 
     def _unembedded(self, query: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]) -> dict[int, float]:
         """The similarity to the query of keyword candidates not embedded yet (recent posts),
-        embedded now: at most UNEMBEDDED_MAX, the best-ranked first."""
-        if self.embedder is None or not vector:
+        embedded now: at most UNEMBEDDED_MAX, the best-ranked first (also when nothing of the
+        space is embedded yet: what was just written scores by its meaning at once)."""
+        if self.embedder is None:
             return {}
         found = {c.id for c in vector}
         ids = [c.id for c in keyword if c.id not in found]

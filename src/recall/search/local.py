@@ -354,8 +354,7 @@ class _Partition:
             postings = self.terms.get(term)
             if postings is None:
                 continue
-            df = len(postings.rows)
-            idf = math.log(1 + (self.live - df + 0.5) / (df + 0.5))
+            idf = self._idf(len(postings.rows))
             rows, weights = postings.weights(self.length, average, idf)
             if selective:
                 passing = keep[rows]
@@ -364,6 +363,15 @@ class _Partition:
         scores *= keep  # what the filters leave out scores 0, and only rows above 0 are hits
         found = best_positions(scores, limit) if np.count_nonzero(scores) > limit else np.flatnonzero(scores)
         return self._best(found, scores[found], limit)
+
+    def keyword_ceiling(self, terms: Sequence[str]) -> float:
+        """The BM25 score of a text of average length holding each of `terms` once: the sum of
+        their idfs (a word no item holds has the highest)."""
+        found = (self.terms.get(term) for term in dict.fromkeys(stem(t) for t in terms))
+        return math.fsum(self._idf(0 if postings is None else len(postings.rows)) for postings in found)
+
+    def _idf(self, df: int) -> float:
+        return math.log(1 + (self.live - df + 0.5) / (df + 0.5))
 
     def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
         """(item id, cosine distance) of the `limit` nearest rows `keep` passes, nearest first."""
@@ -451,6 +459,13 @@ class LocalIndex:
             if partition is None or limit < 1 or not terms:
                 return []
             return partition.keyword(terms, partition.mask(filters, self._codes), limit)
+
+    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
+        """What a text of average length holding each of `terms` once would score in `keyword`
+        (0 in a space with nothing indexed)."""
+        with self._lock:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            return 0.0 if partition is None or not partition.live else partition.keyword_ceiling(terms)
 
     def nearest(self, query: NDArray[np.float32], filters: Filters, limit: int) -> list[tuple[int, float]]:
         """(item id, cosine distance) of the `limit` nearest embedded items that pass the

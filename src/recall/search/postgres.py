@@ -123,6 +123,17 @@ class PostgresSearch:
         )
         return [Candidate(*row) for row in rows]
 
+    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
+        """ts_rank's score of a text holding each of `terms` once, in its own words (weight A)."""
+        text = " ".join(terms)
+        rows = self.store._read(
+            self.sql(
+                "SELECT ts_rank(?::float4[], setweight(to_tsvector('english', ?), 'A'), to_tsquery('english', ?))"
+            ),
+            (_RANK_WEIGHTS, text, " | ".join(terms)),
+        )
+        return float(rows[0][0]) if rows else 0.0
+
     def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """Candidates scored by the cosine distance.
 

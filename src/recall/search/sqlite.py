@@ -197,6 +197,10 @@ class SQLiteSearch:
         local = self._in_step()
         return local.candidates(filters, [(item, -score) for item, score in local.keyword(terms, filters, limit)])
 
+    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
+        """BM25's score of a text of average length holding each of `terms` once."""
+        return self._in_step().keyword_ceiling(terms, filters)
+
     def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """Candidates scored by the cosine distance: `limit` whenever that many items pass the
         filters."""

@@ -358,9 +358,13 @@ def build_mcp_server(
         chat_id: ChatId = None,
         sender: Annotated[str | None, Field(description="Only messages from this sender", max_length=64)] = None,
         min_importance: Annotated[int | None, Field(description="Only memories this important", ge=1, le=10)] = None,
+        min_score: Annotated[
+            float | None, Field(description="Leave out hits scoring under this (a score is 0..1 relevance)", ge=0, le=1)
+        ] = None,
     ) -> dict[str, Any]:
         """Search what the agent may see in its world: messages, the shared and its own memories, and
-        facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}."""
+        facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}, best
+        first; score is the hit's relevance, 0..1."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             results = service.searcher.search(
@@ -374,6 +378,7 @@ def build_mcp_server(
                 chat_id=chat_id,
                 sender=sender,
                 min_importance=min_importance,
+                min_score=min_score,
             )
             return views.search_hits(results)
 

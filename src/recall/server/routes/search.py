@@ -43,6 +43,7 @@ def _search(
         since=body.since,
         until=body.until,
         min_importance=body.min_importance,
+        min_score=body.min_score,
         now=body.now,
     )
     return views.search_hits(results)
