@@ -28,6 +28,7 @@ from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
 from recall.core.routing import Decision
 from recall.errors import UnknownWorldError
+from recall.off_loop import off_loop
 from recall.settings import Settings
 from recall.store import open_store
 from recall.store.base import Memory, ParticipantRecord, Store, WorldRecord
@@ -87,7 +88,7 @@ class Recall:
         the tenant of its world (found as `world` finds it)."""
         return Scope(self.service, *self.gate.scope(Principal.local(tenant), scope))
 
-    def search(self, space: str, query: str, *, tenant: str | None = None, **options: Any) -> list[SearchResult]:
+    def search(self, /, space: str, query: str, *, tenant: str | None = None, **options: Any) -> list[SearchResult]:
         """Search a world (messages, memories, facts; found as `world` finds it) or a user's
         facts (`user:ID`, in `tenant`, or ""); see `World.search`."""
         if isinstance(space, str) and space.startswith("user:"):
@@ -119,6 +120,22 @@ class Recall:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> Recall:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
+    aworld = off_loop(world)
+    acreate_world = off_loop(create_world)
+    aworlds = off_loop(worlds)
+    asearch = off_loop(search)
+    aimport_world = off_loop(import_world)
+    arefresh_index = off_loop(refresh_index)
+    aflush_extraction = off_loop(flush_extraction)
+    aclose = off_loop(close)
+
 
 def _is_store(db: object) -> bool:
     return db is not None and not isinstance(db, (str, Path))
@@ -144,7 +161,7 @@ class World:
     def name(self) -> str:
         return self.service.worlds.get_world(self.key).name
 
-    def add_agent(self, agent_id: str, system_prompt: str = "", *, exist_ok: bool = False, **settings: Any) -> Agent:
+    def add_agent(self, /, agent_id: str, system_prompt: str = "", *, exist_ok: bool = False, **settings: Any) -> Agent:
         """Register an agent. Settings: identity, personality, knowledge, goals, constraints,
         guidelines, channel, history_limit, max_tokens, context_filter ('addressed'|'all'), model.
         With `exist_ok=True` an agent of that id already there is returned unchanged (so a script
@@ -212,7 +229,7 @@ class World:
         return Scope(self.service, *self.gate.scope(self.principal, f"world:{self.id}"))
 
     def add_memory(
-        self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+        self, /, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Memory:
         """A long-term memory shared by every agent of the world (importance 1-10)."""
         return self.service.memories.add_memory(
@@ -293,6 +310,28 @@ class World:
             now=now,
         )
 
+    # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
+    aadd_agent = off_loop(add_agent)
+    aadd_human = off_loop(add_human)
+    aagent = off_loop(agent)
+    aagents = off_loop(agents)
+    ahumans = off_loop(humans)
+    aparticipants = off_loop(participants)
+    apost = off_loop(post)
+    apost_many = off_loop(post_many)
+    aimport_messages = off_loop(import_messages)
+    amessages = off_loop(messages)
+    achats = off_loop(chats)
+    aadd_memory = off_loop(add_memory)
+    amemories = off_loop(memories)
+    adelete_memory = off_loop(delete_memory)
+    adelete = off_loop(delete)
+    adelete_agent = off_loop(delete_agent)
+    adelete_human = off_loop(delete_human)
+    adelete_message = off_loop(delete_message)
+    aexport_to = off_loop(export_to)
+    asearch = off_loop(search)
+
 
 class Agent:
     def __init__(self, world: World, agent_id: str) -> None:
@@ -313,7 +352,7 @@ class Agent:
     def profile(self) -> AgentProfile:
         return self.service.worlds.get_agent(self._world, self.id)
 
-    def update(self, **changes: Any) -> AgentProfile:
+    def update(self, /, **changes: Any) -> AgentProfile:
         """Change some of the agent's settings (those `World.add_agent` takes); the others stay,
         and one given as None goes back to its default. The new profile."""
         return self.service.worlds.update_agent(self._world, self.id, **changes)
@@ -381,7 +420,7 @@ class Agent:
         return Scope(self.service, *world.gate.scope(world.principal, f"agent:{self.world_id}/{self.id}"))
 
     def add_memory(
-        self, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+        self, /, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
     ) -> Memory:
         """A long-term memory private to this agent (importance 1-10)."""
         return self.service.memories.add_memory(
@@ -399,12 +438,26 @@ class Agent:
         return self.service.extraction.extract(self._world, self.id, chat, scope, self.world.tenant)
 
     def search(
-        self, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any
+        self, /, query: str, *, k: int = 10, kinds: Sequence[str] = SEARCH_KINDS, **filters: Any
     ) -> list[SearchResult]:
         """Like `World.search`, limited to what this agent may see (no other agent's private memories)."""
         return self.service.searcher.search(
             self._world, query, tenant=self.world.tenant, k=k, kinds=kinds, agent=self.id, **filters
         )
+
+    # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
+    aupdate = off_loop(update)
+    acontext = off_loop(context)
+    ainbox = off_loop(inbox)
+    aack = off_loop(ack)
+    adecide = off_loop(decide)
+    arecord_llm_call = off_loop(record_llm_call)
+    aobserve = off_loop(observe)
+    aact = off_loop(act)
+    aadd_memory = off_loop(add_memory)
+    amemories = off_loop(memories)
+    aextract = off_loop(extract)
+    asearch = off_loop(search)
 
 
 class Scope:
@@ -437,7 +490,7 @@ class Scope:
     def get(self, fact_id: int) -> Fact:
         return self.service.facts.get_fact(self.id, fact_id, self.tenant)
 
-    def update(self, fact_id: int, **changes: Any) -> Fact:
+    def update(self, /, fact_id: int, **changes: Any) -> Fact:
         """Change some of content, category, confidence, source, avoid."""
         return self.service.facts.update_fact(self.id, fact_id, changes, self.tenant)
 
@@ -452,7 +505,7 @@ class Scope:
     def sections(self) -> dict[str, str]:
         return self.service.facts.sections(self.id, self.tenant)
 
-    def set_sections(self, **sections: str) -> dict[str, str]:
+    def set_sections(self, /, **sections: str) -> dict[str, str]:
         """e.g. `set_sections(work_context="…", top_of_mind="…")`; an empty text removes one."""
         return self.service.facts.set_sections(self.id, sections, self.tenant)
 
@@ -461,3 +514,14 @@ class Scope:
 
     def import_facts(self, data: Mapping[str, Any], *, replace: bool = False) -> dict[str, int]:
         return self.service.facts.import_facts(self.id, data, replace, self.tenant)
+
+    # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
+    aadd = off_loop(add)
+    alist = off_loop(list)
+    aget = off_loop(get)
+    aupdate = off_loop(update)
+    adelete = off_loop(delete)
+    aclear = off_loop(clear)
+    aset_sections = off_loop(set_sections)
+    aexport = off_loop(export)
+    aimport_facts = off_loop(import_facts)
