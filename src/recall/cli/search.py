@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -11,7 +12,7 @@ from rich.text import Text
 
 from recall.app.search import SearchResult
 from recall.cli.shared import JsonFlag, check_location, db_location, err, fail, open_recall, out, print_json, tenant
-from recall.errors import RecallError
+from recall.errors import InvalidInputError, RecallError
 from recall.settings import Settings
 
 
@@ -45,6 +46,27 @@ def why_found(result: SearchResult) -> str:
     return f"kw {keyword} · vec {vector}{similarity}"
 
 
+def metadata_filter(pairs: list[str] | None) -> dict[str, Any] | None:
+    """`--metadata key=value` options as a search's metadata filter: each value read as JSON when
+    it is JSON (`priority=2`, `vip=true`, `priority={"$gte": 2}`), else as text (`channel=sms`)."""
+    if not pairs:
+        return None
+    wanted: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        if not equals or not key:
+            raise InvalidInputError("metadata", f"must be KEY=VALUE, got {pair!r}")
+        if key in wanted:
+            raise InvalidInputError(
+                f"metadata.{key}", "is given twice: for any of several values write KEY='{\"$in\": [...]}'"
+            )
+        try:
+            wanted[key] = json.loads(text)
+        except ValueError:
+            wanted[key] = text
+    return wanted
+
+
 class SearchMethod(StrEnum):
     hybrid = "hybrid"
     bm25 = "bm25"
@@ -65,11 +87,20 @@ def search(
         float | None,
         typer.Option(min=0.0, max=1.0, help="Leave out hits scoring under this (a score is 0..1 relevance)."),
     ] = None,
+    metadata: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only messages and memories whose metadata has KEY=VALUE (repeat: all must hold; VALUE is"
+            " read as JSON when it is, e.g. priority=2 or priority='{\"$gte\": 2}', else as text)."
+        ),
+    ] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Search a world's messages, memories and facts (brings the index up to date first). Each
-    hit's score is its relevance, 0 to 1."""
+    """Search a world's messages, memories and facts (brings the index up to date first).
+
+    Each hit's score is its relevance, from 0 to 1; --min-score leaves out the hits under it."""
     with open_recall() as mem:
+        wanted = metadata_filter(metadata)
         mem.refresh_index()
         results = mem.world(world, tenant=tenant()).search(
             query,
@@ -79,6 +110,7 @@ def search(
             chat=chat,
             sender=sender,
             min_score=min_score,
+            metadata=wanted,
         )
         if json_:
             print_json([r.to_dict() for r in results])
