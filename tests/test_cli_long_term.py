@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+import recall.app.memories as memories_module
 from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F401  (the model_server fixture)
 from tests.test_cli import db, recall  # noqa: F401 - the fixture is used by name
 
@@ -54,6 +56,57 @@ def test_memory_commands(db: Path) -> None:  # noqa: F811
     assert [json.loads(line)["content"] for line in lines] == ["Deliveries on Monday", "Maria tips well"]
     assert len(recall(db, "memory", "list", "w").splitlines()) == 1
     assert "importance" in recall(db, "memory", "add", "w", "x", "--importance", "0", ok=False)
+
+
+def test_memory_update_delete_and_expiry_commands(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    now = [datetime.now(UTC).replace(microsecond=0)]
+    monkeypatch.setattr(memories_module, "clock", lambda: now[0])
+    shared = json.loads(recall(db, "memory", "add", "w", "Deliveries on Monday", "--ttl", "3600"))
+    assert shared["expires_at"] == (now[0] + timedelta(hours=1)).isoformat()
+    at = json.loads(recall(db, "memory", "add", "w", "Stock-take in June", "--expires-at", "2099-06-01T08:00:00Z"))
+    assert at["expires_at"] == "2099-06-01T08:00:00+00:00"
+    own = json.loads(recall(db, "memory", "add", "w", "Maria tips well", "--agent", "agent-a"))
+
+    now[0] += timedelta(seconds=5)
+    updated = json.loads(recall(db, "memory", "update", "w", str(shared["id"]), "--content", "Deliveries on Tuesday",
+                                "--importance", "8", "--type", "routine"))  # fmt: skip
+    assert (updated["id"], updated["created_at"], updated["expires_at"]) == (
+        shared["id"],
+        shared["created_at"],
+        shared["expires_at"],
+    )
+    assert (updated["content"], updated["importance"], updated["type"]) == ("Deliveries on Tuesday", 8, "routine")
+    assert updated["updated_at"] == now[0].isoformat()
+    cleared = json.loads(recall(db, "memory", "update", "w", str(shared["id"]), "--no-expiry"))
+    assert cleared["expires_at"] is None
+    epoch = json.loads(recall(db, "memory", "update", "w", str(at["id"]), "--expires-at", "4102444800"))
+    assert epoch["expires_at"] == "2100-01-01T00:00:00+00:00"
+    mine = json.loads(recall(db, "memory", "update", "w", str(own["id"]), "--agent", "agent-a", "--ttl", "60"))
+    assert mine["expires_at"] == (now[0] + timedelta(seconds=60)).isoformat()
+
+    # The reasons, one line each, exit status 1; nothing changed.
+    assert "unknown memory" in recall(db, "memory", "update", "w", str(own["id"]), "--agent", "agent-b",
+                                      "--content", "x", ok=False)  # fmt: skip
+    assert "unknown memory" in recall(db, "memory", "update", "w", str(own["id"]), "--content", "x", ok=False)
+    assert "updates only its own" in recall(db, "memory", "update", "w", str(shared["id"]), "--agent", "agent-a",
+                                            "--content", "x", ok=False)  # fmt: skip
+    assert "importance" in recall(db, "memory", "update", "w", str(shared["id"]), "--importance", "11", ok=False)
+    assert "clear_expiry" in recall(db, "memory", "update", "w", str(shared["id"]), "--ttl", "5", "--no-expiry",
+                                    ok=False)  # fmt: skip
+    assert "expires_at" in recall(db, "memory", "update", "w", str(shared["id"]), "--expires-at", "soon", ok=False)
+    assert "future" in recall(db, "memory", "add", "w", "x", "--expires-at", "2001-01-01", ok=False)
+    assert "changes" in recall(db, "memory", "update", "w", str(shared["id"]), ok=False)
+
+    # Expired: never listed, and gone.
+    now[0] += timedelta(seconds=60)
+    listed = [json.loads(line)["id"] for line in recall(db, "memory", "list", "w", "--agent", "agent-a").splitlines()]
+    assert listed == [shared["id"], at["id"]]
+    recall(db, "memory", "delete", "w", str(at["id"]))
+    assert "deletes only its own" in recall(
+        db, "memory", "delete", "w", str(shared["id"]), "--agent", "agent-a", ok=False
+    )
+    assert "unknown memory" in recall(db, "memory", "delete", "w", str(at["id"]), ok=False)
+    assert [json.loads(line)["id"] for line in recall(db, "memory", "list", "w").splitlines()] == [shared["id"]]
 
 
 def test_search_command_finds_messages_memories_and_facts(db: Path) -> None:  # noqa: F811

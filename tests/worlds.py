@@ -25,6 +25,7 @@ NOT_COMPARED = {
     "search_deleted": "the search index's log of deleted items",
     "search_state": "the search index's progress",
     "fact_sources": "which messages extracted facts were read from: not exported (an imported fact records none)",
+    "model_calls": "recorded model calls, a log of what contexts held: not exported (tests/test_calls.py)",
 }
 #: Internal surrogate keys, compared through what they name (world_id, agent_key).
 SURROGATES = {("worlds", "key"), ("participants", "key")}
@@ -104,7 +105,7 @@ def populate(mem: Recall, world_id: str = "w", tenant: str = "") -> World:
     """A world with rows in every table it owns: two agents with settings, two humans, two chats,
     threads, imported (read) history, read and unread deliveries, context sessions, turn
     counters, observations and actions, notes with and without expiry, shared and private
-    memories, and facts and sections of the world's, an agent's and a user's scopes."""
+    memories (one expiring, one changed since it was written), and facts and sections of the world's, an agent's and a user's scopes."""
     world = mem.world(world_id, create=True, tenant=tenant, turn_limit=3, name="Support team")
     world.add_agent("agent-a", system_prompt="You are A.", goals=["help"], history_limit=7, channel="sms")
     world.add_agent("agent-b", system_prompt="You are B.", context_filter="all")
@@ -133,8 +134,9 @@ def populate(mem: Recall, world_id: str = "w", tenant: str = "") -> World:
     agent_a.act({"time": 2.0, "kind": "move", "position": [2.4, 0.4]})
     service.agent_state.remember(world.key, "agent-a", "mood", {"calm": True, "level": 0.25})
     service.agent_state.remember(world.key, "agent-b", "cache", [1, 2, 3], ttl=3600)
-    world.add_memory("Invoices are re-issued within 2 days", importance=7, chat="t1", source="policy")
-    agent_a.add_memory("Maria prefers SMS", type="preference", importance=6)
+    world.add_memory("Invoices are re-issued within 2 days", importance=7, chat="t1", source="policy", ttl=86400 * 365)
+    sms = agent_a.add_memory("Maria prefers texts", type="preference", importance=5)
+    agent_a.update_memory(sms, content="Maria prefers SMS", importance=6)  # changed in place: updated_at moves
     world.facts.add("The team works from Lisbon", category="context", confidence=0.9)
     agent_b.facts.add("I handle hardware tickets", category="behavior")
     maria = mem.scope("user:maria", tenant=tenant)

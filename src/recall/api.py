@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from recall.app.calls import Replay
 from recall.app.gate import Gate, Principal
+from recall.app.memories import memory_changes
 from recall.app.posting import PostRequest
 from recall.app.search import SEARCH_KINDS, SearchResult
 from recall.app.service import RecallService
 from recall.core import observations as obs
+from recall.core.calls import CallRecord
 from recall.core.context_records import Context, ContextBlock, Summarizer
 from recall.core.facts import Fact, NewFact
 from recall.core.models import AgentProfile, Message
@@ -141,6 +144,10 @@ def _is_store(db: object) -> bool:
     return db is not None and not isinstance(db, (str, Path))
 
 
+def _memory_id(memory: int | Memory) -> int:
+    return memory.id if isinstance(memory, Memory) else memory
+
+
 class World:
     """A world of one tenant: `id` is what the tenant calls it, `key` what the service's
     per-world methods take (the same unless another tenant had the id first)."""
@@ -229,18 +236,63 @@ class World:
         return Scope(self.service, *self.gate.scope(self.principal, f"world:{self.id}"))
 
     def add_memory(
-        self, /, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+        self,
+        /,
+        content: str,
+        *,
+        type: str = "note",
+        importance: int = 5,
+        chat: str | None = None,
+        expires_at: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        **metadata: Any,
     ) -> Memory:
-        """A long-term memory shared by every agent of the world (importance 1-10)."""
+        """A long-term memory shared by every agent of the world (importance 1-10); the other
+        keywords are its metadata. It expires at `expires_at` (naive: UTC) or `ttl` (seconds, or
+        a timedelta) from now, or never: once expired it is never returned and is deleted."""
         return self.service.memories.add_memory(
-            self.key, content, type=type, importance=importance, chat_id=chat, metadata=metadata
+            self.key,
+            content,
+            type=type,
+            importance=importance,
+            chat_id=chat,
+            metadata=metadata,
+            expires_at=expires_at,
+            ttl=ttl,
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Memory]:
         return self.service.memories.list_memories(self.key, None, min_importance, limit)
 
+    def update_memory(
+        self,
+        memory: int | Memory,
+        *,
+        content: str | None = None,
+        type: str | None = None,
+        importance: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        clear_expiry: bool = False,
+    ) -> Memory:
+        """Change a shared memory in place; what is None stays (`metadata` is replaced whole).
+        Its id and created_at stay, `updated_at` becomes now, and search finds it by its new
+        words. A new `expires_at` or `ttl` moves its expiry, `clear_expiry=True` removes it.
+        An agent's private memory is changed through `agent.update_memory`."""
+        changes = memory_changes(
+            content=content,
+            type=type,
+            importance=importance,
+            metadata=metadata,
+            expires_at=expires_at,
+            ttl=ttl,
+            clear_expiry=clear_expiry,
+        )
+        return self.service.memories.update_memory(self.key, _memory_id(memory), changes)
+
     def delete_memory(self, memory: int | Memory) -> None:
-        self.service.memories.delete_memory(self.key, memory.id if isinstance(memory, Memory) else memory)
+        self.service.memories.delete_memory(self.key, _memory_id(memory))
 
     def delete(self) -> dict[str, Any]:
         """Delete the world and everything in it, search items included; its humans' `user:ID`
@@ -287,13 +339,18 @@ class World:
         until: datetime | None = None,
         min_importance: int | None = None,
         min_score: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> list[SearchResult]:
         """Messages, memories and facts of this world ranked for `query` (hybrid: BM25 and
-        embeddings fused), filtered by chat, sender, time range and least importance; each
-        hit's `score` is its relevance, 0..1, and `min_score` leaves out the hits under it. A
-        hybrid search favours what was said at the times the query names ("on May 8", "last
-        week"); `now` is when relative times count back from (default: the current time)."""
+        embeddings fused), filtered by chat, sender, time range, least importance and metadata;
+        each hit's `score` is its relevance, 0..1, and `min_score` leaves out the hits under it.
+        `metadata` keeps the messages and memories whose metadata has each key equal to its
+        value (`{"channel": "sms", "priority": 2}`), or passes its operators (`{"$in": [...]}`,
+        `$ne`, `$gt`, `$gte`, `$lt`, `$lte`); facts have none. Filters apply before the `k` best
+        are picked. A hybrid search favours what was said at the times the query names ("on
+        May 8", "last week"); `now` is when relative times count back from (default: the
+        current time)."""
         return self.service.searcher.search(
             self.key,
             query,
@@ -307,6 +364,7 @@ class World:
             until=until,
             min_importance=min_importance,
             min_score=min_score,
+            metadata=metadata,
             now=now,
         )
 
@@ -324,6 +382,7 @@ class World:
     achats = off_loop(chats)
     aadd_memory = off_loop(add_memory)
     amemories = off_loop(memories)
+    aupdate_memory = off_loop(update_memory)
     adelete_memory = off_loop(delete_memory)
     adelete = off_loop(delete)
     adelete_agent = off_loop(delete_agent)
@@ -372,11 +431,13 @@ class Agent:
         blocks: Sequence[ContextBlock] = (),
         summarizer: Summarizer | None = None,
         recalled_max_tokens: int | None = None,
+        record: bool = False,
     ) -> Context:
         """What this agent's next model call receives in `chat` (`.openai()`, `.anthropic()`, `.report`).
-        `recalled_max_tokens` caps the recalled past for this call (0: none)."""
+        `recalled_max_tokens` caps the recalled past for this call (0: none). With `record`, the
+        context is recorded as a model call (`call_id`; see `calls`, `replay`, `compare`)."""
         message_id = message.id if isinstance(message, Message) else message
-        return self.service.contexts.build_context(
+        built = self.service.contexts.build_context(
             self._world,
             self.id,
             chat,
@@ -389,6 +450,25 @@ class Agent:
             summarizer=summarizer,
             recalled_max_tokens=recalled_max_tokens,
         )
+        return self.service.calls.record(built, "python") if record else built
+
+    def calls(self, *, before: datetime | None = None, limit: int = 50) -> list[CallRecord]:
+        """This agent's recorded model calls, newest first: what each context held, by id."""
+        return self.service.calls.list(self._world, self.id, before=before, limit=limit)
+
+    def call(self, call_id: str) -> CallRecord:
+        """One recorded model call (UnknownCallError, a NotFoundError, when there is none)."""
+        return self.service.calls.get(self._world, self.id, call_id)
+
+    def replay(self, call_id: str) -> Replay:
+        """Rebuild a recorded call's context from the store: `identical` when the model would
+        get the same bytes today, else `diff` says item by item what changed and why."""
+        return self.service.calls.replay(self._world, self.id, call_id)
+
+    def compare(self, /, call_id: str, other: str | None = None, **settings: Any) -> Replay:
+        """A recorded call beside another (`other`), or beside its context rebuilt now with these
+        settings (`max_tokens`, `history_limit`, `channel`, `recalled_max_tokens`)."""
+        return self.service.calls.compare(self._world, self.id, call_id, other, **settings)
 
     def inbox(self, *, unread_only: bool = True, limit: int = 100, mark_read: bool = False) -> list[Message]:
         """Messages delivered to this agent, oldest first (FIFO)."""
@@ -420,16 +500,65 @@ class Agent:
         return Scope(self.service, *world.gate.scope(world.principal, f"agent:{self.world_id}/{self.id}"))
 
     def add_memory(
-        self, /, content: str, *, type: str = "note", importance: int = 5, chat: str | None = None, **metadata: Any
+        self,
+        /,
+        content: str,
+        *,
+        type: str = "note",
+        importance: int = 5,
+        chat: str | None = None,
+        expires_at: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        **metadata: Any,
     ) -> Memory:
-        """A long-term memory private to this agent (importance 1-10)."""
+        """A long-term memory private to this agent (importance 1-10); expiry as in
+        `World.add_memory`."""
         return self.service.memories.add_memory(
-            self._world, content, type=type, importance=importance, agent=self.id, chat_id=chat, metadata=metadata
+            self._world,
+            content,
+            type=type,
+            importance=importance,
+            agent=self.id,
+            chat_id=chat,
+            metadata=metadata,
+            expires_at=expires_at,
+            ttl=ttl,
         )
 
     def memories(self, *, min_importance: int = 1, limit: int = 100) -> list[Memory]:
         """The world's shared memories and this agent's own, most important first."""
         return self.service.memories.list_memories(self._world, self.id, min_importance, limit)
+
+    def update_memory(
+        self,
+        memory: int | Memory,
+        *,
+        content: str | None = None,
+        type: str | None = None,
+        importance: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        clear_expiry: bool = False,
+    ) -> Memory:
+        """Change one of this agent's own memories in place (as `World.update_memory`). A memory
+        the world shares is changed only through the world (PermissionDeniedError), another
+        agent's is unknown to this one (UnknownMemoryError): the rules of `delete_memory`."""
+        changes = memory_changes(
+            content=content,
+            type=type,
+            importance=importance,
+            metadata=metadata,
+            expires_at=expires_at,
+            ttl=ttl,
+            clear_expiry=clear_expiry,
+        )
+        return self.service.memories.update_memory(self._world, _memory_id(memory), changes, agent=self.id)
+
+    def delete_memory(self, memory: int | Memory) -> None:
+        """Delete one of this agent's own memories; a shared one is deleted only through the
+        world (PermissionDeniedError), another agent's is unknown to this one."""
+        self.service.memories.delete_memory(self._world, _memory_id(memory), agent=self.id)
 
     def extract(self, chat: str | None = None, *, scope: str | None = None) -> dict[str, Any]:
         """After a run: queue fact extraction from this agent's conversation in `chat` into
@@ -448,6 +577,10 @@ class Agent:
     # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
     aupdate = off_loop(update)
     acontext = off_loop(context)
+    acalls = off_loop(calls)
+    acall = off_loop(call)
+    areplay = off_loop(replay)
+    acompare = off_loop(compare)
     ainbox = off_loop(inbox)
     aack = off_loop(ack)
     adecide = off_loop(decide)
@@ -456,6 +589,8 @@ class Agent:
     aact = off_loop(act)
     aadd_memory = off_loop(add_memory)
     amemories = off_loop(memories)
+    aupdate_memory = off_loop(update_memory)
+    adelete_memory = off_loop(delete_memory)
     aextract = off_loop(extract)
     asearch = off_loop(search)
 

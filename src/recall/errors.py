@@ -100,6 +100,11 @@ class UnknownMemoryError(NotFoundError):
         super().__init__(f"unknown memory {note_id!r} in world {world_id!r}: list the memories to see their ids")
 
 
+class UnknownCallError(NotFoundError):
+    def __init__(self, call_id: str, agent_id: str) -> None:
+        super().__init__(f"unknown call {call_id!r} of agent {agent_id!r}: list the agent's calls to see their ids")
+
+
 class StoreBusyError(RecallError):
     """Another process held the store's write lock for longer than `Settings.busy_timeout`:
     nothing was written; try again in `retry_after` seconds."""

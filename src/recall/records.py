@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from recall.app.calls import Replay
 from recall.app.posting import PostRequest
 from recall.app.search import SearchResult
-from recall.core.context_records import Context, ContextBlock, ContextMessage, ContextReport, ReportItem
+from recall.core.calls import CallDiff, CallItem, CallRecord, ItemChange
+from recall.core.context_records import BuildParams, Context, ContextBlock, ContextMessage, ContextReport, ReportItem
 from recall.core.facts import Fact
 from recall.core.inbox import CheckResult
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Action",
     "AgentProfile",
+    "BuildParams",
+    "CallDiff",
+    "CallItem",
+    "CallRecord",
     "CheckResult",
     "Context",
     "ContextBlock",
@@ -33,12 +39,14 @@ __all__ = [
     "ContextReport",
     "Decision",
     "Fact",
+    "ItemChange",
     "Note",
     "Message",
     "Memory",
     "Observation",
     "ParticipantRecord",
     "PostRequest",
+    "Replay",
     "ReportItem",
     "SearchHit",
     "SearchResult",

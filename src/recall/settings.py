@@ -89,6 +89,16 @@ class Settings:
     #: CLI command) before it gives up: `StoreBusyError`, 503 with Retry-After over HTTP.
     busy_timeout: float = 5.0
 
+    # -- recorded model calls (docs/context.md, "What the model saw"): the runner's, and any
+    # context built with record=True
+    #: Calls kept per agent, newest first (0: none recorded).
+    call_retention_count: int = 1000
+    #: Days a recorded call is kept (0: no age limit).
+    call_retention_days: float = 30.0
+    #: "ids": a record holds what each section held by id and version (the text is the store's);
+    #: "full": also a copy of the messages as sent.
+    call_copies: str = "ids"
+
     # -- a chat model for extraction and summaries; none configured means both are off
     #: "openai" (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM) or "anthropic".
     llm_provider: str = ""

@@ -189,3 +189,15 @@ def test_the_loop_outlives_a_failing_step(world: World, model_server: ModelServe
             stop.set()
             thread.join(timeout=5)
     assert helper.stats.errors == 1
+
+
+def test_each_model_call_is_recorded_with_what_the_model_was_sent(world: World, model_server: ModelServer) -> None:
+    helper = runner(world, model_server)
+    asked = world.post("maria", "@helper is the shop open on Sunday?")
+    model_server.script("Yes, from ten.")
+    assert helper.step() == 1
+    (call,) = world.agent("helper").calls()
+    assert (call.source, call.trigger_id) == ("runner", asked.id)
+    sent = model_server.bodies(CHAT)[0]["messages"]
+    replay = world.agent("helper").replay(call.id)
+    assert replay.identical and replay.context is not None and replay.context.openai() == sent

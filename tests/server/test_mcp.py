@@ -363,6 +363,59 @@ async def test_facts_and_memories_tools_in_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_the_memories_tool_updates_in_place_and_sets_expiry(store_location: str) -> None:
+    with Recall(store_location, Settings(index_interval=0, embeddings="none")) as mem:
+        make_world(mem)
+        server = build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "update" in json.dumps(tools["memories"].input_schema)
+            added = ok(await client.call_tool("memories", {"action": "add", "content": "Maria tips well", "ttl": 600}))
+            assert added["owner"] == "agent-a" and added["expires_at"] is not None
+            assert (added["type"], added["importance"]) == ("note", 5)  # the defaults of add
+            changed = ok(
+                await client.call_tool(
+                    "memories",
+                    {"action": "update", "memory_id": added["id"], "content": "Maria tips very well", "importance": 7},
+                )
+            )
+            assert (changed["id"], changed["created_at"], changed["expires_at"]) == (
+                added["id"],
+                added["created_at"],
+                added["expires_at"],
+            )
+            assert (changed["content"], changed["importance"], changed["type"]) == ("Maria tips very well", 7, "note")
+            found = ok(await client.call_tool("search", {"query": "very well", "kinds": ["memory"], "method": "bm25"}))
+            assert [r["text"] for r in found["results"]] == ["Maria tips very well"]
+            args = {"action": "update", "memory_id": added["id"]}
+            cleared = ok(await client.call_tool("memories", {**args, "clear_expiry": True}))
+            assert cleared["expires_at"] is None
+            moved = ok(await client.call_tool("memories", {**args, "expires_at": "2099-01-01T00:00:00Z"}))
+            assert moved["expires_at"] == "2099-01-01T00:00:00+00:00"
+
+            both = await client.call_tool("memories", {**args, "ttl": 60, "clear_expiry": True})
+            assert both.is_error and "clear_expiry" in text(both)
+            past = await client.call_tool("memories", {**args, "expires_at": "2001-01-01T00:00:00Z"})
+            assert past.is_error and "expires_at" in text(past) and "future" in text(past)
+            nothing = await client.call_tool("memories", args)
+            assert nothing.is_error and "changes" in text(nothing)
+            unnamed = await client.call_tool("memories", {"action": "update", "content": "x"})
+            assert unnamed.is_error and "memory_id: update needs the id" in text(unnamed)
+            stolen = await client.call_tool("memories", {**args, "agent": "agent-b", "content": "Maria never tips"})
+            assert stolen.is_error and "unknown memory" in text(stolen)
+            shared = ok(await client.call_tool("memories", {"action": "add", "content": "Be kind", "shared": True}))
+            refused = await client.call_tool(
+                "memories", {"action": "update", "memory_id": shared["id"], "content": "Be rude"}
+            )
+            assert refused.is_error and "an agent updates only its own memories" in text(refused)
+            listed = ok(await client.call_tool("memories", {"action": "list"}))
+            assert [(m["content"], m["expires_at"]) for m in listed["memories"]] == [
+                ("Maria tips very well", "2099-01-01T00:00:00+00:00"),
+                ("Be kind", None),
+            ]
+
+
+@pytest.mark.anyio
 async def test_http_agent_key_cannot_reach_another_agents_facts(secured: Served) -> None:
     async with mcp_session(secured.url, "k-a") as session:
         denied = await session.call_tool("facts", {"action": "list", "scope": "agent:w/agent-b", "world": "w"})

@@ -63,7 +63,7 @@ EDGE_TIMES: list[Any] = [
     1e18,
     -1e12,
 ]
-TIME_FIELDS = ("created_at", "now", "since", "until", "time")
+TIME_FIELDS = ("created_at", "now", "since", "until", "time", "expires_at")
 #: Long texts: a query just under and just over its cap, full of dates; a page of dates as content.
 LONG_TEXTS = ["jan 1 " * 660, "jan 1 " * 700, "may 5 2023 " * 2000]
 

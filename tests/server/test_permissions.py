@@ -175,6 +175,16 @@ OPS: dict[str, Op] = {
         lambda c: ("memories", c.tool(action="delete", memory_id=c.memory_id)),
         memory="shared",
     ),
+    "memories update own": Op(
+        lambda c: ("PATCH", f"{c.path}/memories/{c.memory_id}", {"content": "Maria tips very well"}),
+        lambda c: ("memories", c.tool(action="update", memory_id=c.memory_id, content="Maria tips very well")),
+        memory="own",
+    ),
+    "memories update shared": Op(
+        lambda c: ("PATCH", f"/v1/worlds/w/memories/{c.memory_id}", {"content": "Be very kind"}),
+        lambda c: ("memories", c.tool(action="update", memory_id=c.memory_id, content="Be very kind")),
+        memory="shared",
+    ),
     "search": Op(
         lambda c: ("POST", f"{c.path}/search", {"query": "invoice"}),
         lambda c: ("search", c.tool(query="invoice")),
@@ -205,6 +215,8 @@ TABLE: dict[str, tuple[str, ...]] = {
     "memories add shared":           ("ok",     "404",     "ok",   "ok|403",  "ok",      "404",     "401", "401"),
     "memories delete own":           ("ok",     "404",     "ok",   "403",     "ok",      "404",     "401", "401"),
     "memories delete shared":        ("ok|403", "404",     "403",  "403",     "ok|403",  "404",     "401", "401"),
+    "memories update own":           ("ok",     "404",     "ok",   "403",     "ok",      "404",     "401", "401"),
+    "memories update shared":        ("ok|403", "404",     "403",  "403",     "ok|403",  "404",     "401", "401"),
     "search":                        ("ok",     "404",     "ok",   "403",     "ok",      "404",     "401", "401"),
 }
 # fmt: on
@@ -214,7 +226,7 @@ MCP_ERRORS = {
     "404": re.compile(r"^unknown (world|agent|memory|fact)\b|^no memory under"),
     "403": re.compile(
         r"acts only as agent|cannot reach another agent's facts|an agent's API key cannot|"
-        r"only an admin key|an agent deletes only its own memories"
+        r"only an admin key|an agent (deletes|updates) only its own memories"
     ),
 }
 

@@ -39,10 +39,23 @@ def main(folder: Path) -> None:
             world = build_demo_world(live.mem)
             # A later ticket, so the agent page shows a recalled passage from the first one.
             world.post("maria", "@billing is the refund of my double charge on its way?", chat="ticket-9")
+            # Two recorded model calls of billing, the second without the recalled past, and a
+            # fact edited since the first: the calls timeline, and the two compared.
+            billing = world.agent("billing")
+            first = billing.context("ticket-9", record=True).call_id
+            billing.context("ticket-9", recalled_max_tokens=0, record=True)
+            fact = live.mem.scope("user:maria").list()[0]
+            live.mem.scope("user:maria").update(fact.id, confidence=0.6)
+            calls = "/ui/worlds/support/agents/billing/calls"
+            pages = [
+                *PAGES,
+                ("inspector-calls.png", calls, "#calls-table tr[data-id]", None),
+                ("inspector-call-replay.png", f"{calls}/{first}", "#diff-table", None),
+            ]
             with sync_playwright() as playwright:
                 browser = launch(playwright)
                 page = browser.new_page(viewport={"width": 1200, "height": 820})
-                for name, path, ready, part in PAGES:
+                for name, path, ready, part in pages:
                     page.goto(live.url + path)
                     expect(page.locator(ready).first).to_be_visible(timeout=20_000)
                     if part is None:

@@ -250,3 +250,42 @@ def test_assets_are_served_by_recall_itself(live: LiveServer) -> None:
             response = client.get(f"/ui/assets/{name}")
             assert response.headers["content-type"].startswith("text/html") and "import" not in response.text
         assert client.get("/", follow_redirects=False).headers["location"] == "/ui/"
+
+
+def test_model_calls_timeline_replay_and_compare(live: LiveServer, page: Page) -> None:
+    """Issue 25: the agent's recorded calls, one opened (replayed from the store: the same bytes,
+    then a fact edited), and two compared from the timeline."""
+    world = live.mem.world("support")
+    billing = world.agent("billing")
+    first = billing.context(record=True)
+    shallow = billing.context(history_limit=1, record=True)
+    assert first.call_id and shallow.call_id
+    page.goto(f"{live.url}/ui/worlds/support/agents/billing")
+    page.locator("#calls-link").click()
+    rows = page.locator("#calls-table tr[data-id]")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_attribute("data-id", shallow.call_id)  # newest first
+
+    # Open the first: rebuilt from the store, the same bytes.
+    page.locator(f'#calls-table tr[data-id="{first.call_id}"] a').click()
+    expect(page.locator("#verdict")).to_have_attribute("data-identical", "true")
+    expect(page.locator("#verdict")).to_contain_text("the same bytes")
+    expect(page.locator("#call-items")).to_contain_text("fact")
+    expect(page.locator("#replayed .msg").first).to_be_visible()
+
+    # A fact edited since: not the same bytes, and the diff names the fact and why.
+    fact = live.mem.scope("user:maria").list()[0]
+    live.mem.scope("user:maria").update(fact.id, content="Prefers e-mail to <b>phone</b> calls")
+    page.reload()
+    expect(page.locator("#verdict")).to_have_attribute("data-identical", "false")
+    edited = page.locator(f'#diff-table tr[data-change="edited"][data-id="{fact.id}"]')
+    expect(edited).to_contain_text("edited since the call")
+
+    # Compare the two from the timeline: the shallower one left history out.
+    page.goto(f"{live.url}/ui/worlds/support/agents/billing/calls")
+    page.get_by_label(f"pick {first.call_id}").check()
+    expect(page.locator("#compare")).to_be_disabled()
+    page.get_by_label(f"pick {shallow.call_id}").check()
+    page.locator("#compare").click()
+    expect(page.locator("#diff")).to_contain_text("setting history_limit: 25 → 1")
+    expect(page.locator('#diff-table tr[data-change="removed"]').first).to_be_visible()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -22,8 +22,9 @@ from recall.app.validation import (
 )
 from recall.app.worlds import Worlds
 from recall.core import observations as obs
+from recall.core.calls import version
 from recall.core.context import Scan, build_context, scan_memory
-from recall.core.context_records import Context, ContextBlock, ContextRequest, Summarizer
+from recall.core.context_records import BuildParams, Context, ContextBlock, ContextRequest, Summarizer
 from recall.core.escaping import escape
 from recall.core.facts import MemoryBlock, rank_facts, recent_conversation, render_memory_block
 from recall.core.inbox import RecalledPast
@@ -38,6 +39,7 @@ from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
 
 if TYPE_CHECKING:
+    from recall.app.memories import Memories
     from recall.search.base import Ranked
     from recall.search.index import SearchIndex
 
@@ -78,6 +80,8 @@ class Contexts:
     index: SearchIndex | None = None
     #: Summaries of older history (spec §3) with the configured chat model; None without one.
     summarizer: Summarizer | None = None
+    #: Long-term memories: a world's expired ones are purged before a context reads its memories.
+    memories: Memories | None = None
 
     def build_context(
         self,
@@ -116,7 +120,12 @@ class Contexts:
         counts = self.store.heard_counts(world.key, agent.id)
         counter = TokenCounter(encoding_for_model(model))
         recent = list(islice(self.store.iter_heard(world.key, agent.id, chat), RECENT_SCAN))
-        gathered = self.gathered_blocks(world, agent.id, recent, counter)
+        upto = recent
+        if message_id is not None and recent and recent[0].id > message_id:
+            # The facts and memories are chosen for the conversation up to the message the call
+            # answers, not for what came after it: the same call gets the same context later.
+            upto = list(islice(self.store.iter_heard(world.key, agent.id, chat, before=message_id + 1), RECENT_SCAN))
+        gathered = self.gathered_blocks(world, agent.id, upto, counter)
         observed = self.agent_state.observations_block(world.key, agent.id, observation)
         request = ContextRequest(
             agent=agent,
@@ -138,7 +147,34 @@ class Contexts:
         scan = scan_memory(request)
         settings = self.recall_settings(agent, recalled_max_tokens)
         recalled = self._recall_request(world, agent, chat, scan, recent, settings)
-        return build_context(replace(request, recalled=recalled), scan)
+        built = build_context(replace(request, recalled=recalled), scan)
+        explicit = {
+            name: value
+            for name, value in (
+                ("max_tokens", max_tokens),
+                ("history_limit", history_limit),
+                ("channel", channel),
+                ("recalled_max_tokens", recalled_max_tokens),
+            )
+            if value is not None
+        }
+        shaped = {
+            "budget": budget,
+            "history_limit": depth,
+            "context_filter": agent.context_filter.value,
+            "channel": channel,
+            "system_prompt": version(request.system_prompt),
+            "incoming_limit": request.incoming_limit,
+            "max_injection_tokens": self.settings.max_injection_tokens,
+            "long_term_limit": self.settings.long_term_limit,
+            "long_term_min_importance": self.settings.long_term_min_importance,
+            "summarizer": request.summarizer is not None,
+            "caller_blocks": [block.section for block in blocks],
+            "observation": observation is not None,
+            **{f"recalled_{name}": value for name, value in asdict(settings).items()},
+        }
+        params = BuildParams(world.key, world.tenant, message_id, model, explicit, shaped)
+        return replace(built, params=params)
 
     def _memory(self, world_key: str, agent_id: str, chat: str | None, recent: list[Message]) -> Iterator[Message]:
         """What the agent heard in the chat, newest first: the recent messages already read,
@@ -148,16 +184,24 @@ class Contexts:
             yield from self.store.iter_heard(world_key, agent_id, chat, before=recent[-1].id)
 
     def recalled_past(
-        self, world_id: str, agent_id: str, chat_id: str | None, message_id: int | None, history_limit: int
+        self,
+        world_id: str,
+        agent_id: str,
+        chat_id: str | None,
+        message_id: int | None,
+        history_limit: int,
+        on_built: Callable[[Context], None] | None = None,
     ) -> RecalledPast:
         """The recalled past of the agent's context for `message_id` (else its newest incoming),
         built by the one builder with `history_limit` turns of history: what a check sends
         beside the recent conversation (none when the agent's budget does not hold its prompt
-        and the message)."""
+        and the message). `on_built` is given the whole context (a check records it)."""
         try:
             built = self.build_context(world_id, agent_id, chat_id, history_limit=history_limit, message_id=message_id)
         except BudgetExceededError:
             return RecalledPast(None, 0)
+        if on_built is not None:
+            on_built(built)
         block = next((m for m in built.messages if m.section == RECALLED), None)
         passages = tuple(i for i in built.report.items if i.section == RECALLED and i.included)
         return RecalledPast(block.content if block else None, block.tokens if block else 0, passages)
@@ -322,6 +366,8 @@ class Contexts:
             return ContextBlock("long_term", "")
         owners = ["", agent_id]
         minimum = self.settings.long_term_min_importance
+        # No expired memory goes in: the world's are purged, and any past its time since is left out.
+        now = self.memories.purge_world(world.key) if self.memories is not None else datetime.now(UTC)
         notes: list[Memory] = []
         if conversation.strip() and self.index is not None:
             hits = self.index.search(
@@ -336,14 +382,17 @@ class Contexts:
             )
             for hit in hits:
                 note = self.store.get_memory(world.key, hit.source_id)
-                if note is not None:
+                if note is not None and not note.expired(now):
                     notes.append(note)
         if not notes:  # nothing to match against, or nothing matched: the most important
-            notes = self.store.list_memories(world.key, owners, minimum, limit)
+            notes = self.store.list_memories(world.key, owners, minimum, limit, now=now)
         if not notes:
             return ContextBlock("long_term", "")
         lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]
-        items = tuple({"kind": "memory", "id": n.id, "importance": n.importance} for n in notes)
+        items = tuple(
+            {"kind": "memory", "id": n.id, "importance": n.importance, "version": version(line)}
+            for n, line in zip(notes, lines[1:], strict=True)
+        )
         return ContextBlock("long_term", "\n".join(lines), items)
 
 

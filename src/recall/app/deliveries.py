@@ -8,16 +8,18 @@ Named apart from `core/inbox.py` (the pure split of an inbox page and the contex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall import limits
+from recall.app.calls import CallLog
 from recall.app.context import Contexts
 from recall.app.posting import Posting, PostRequest
 from recall.app.validation import MAX_MESSAGE_ID, check_chat, check_int
 from recall.app.worlds import Worlds
+from recall.core.context_records import Context
 from recall.core.inbox import CheckResult, RecalledPast, context_slice, split_unread
 from recall.core.models import AgentProfile, Message
 from recall.settings import Settings
@@ -38,6 +40,8 @@ class Deliveries:
     posting: Posting
     #: Builds the recalled past a check with context carries (None: checks carry none).
     contexts: Contexts | None = None
+    #: Records the context a check with context was built from, as a model call.
+    calls: CallLog | None = None
 
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, mark_read: bool = False
@@ -82,6 +86,7 @@ class Deliveries:
         chat_id: str | None = None,
         refresh: bool = False,
         context_only_with_mentions: bool = False,
+        record: bool = True,
     ) -> CheckResult:
         """The agent's new messages to answer, oldest first, and its context sent once (spec §6).
 
@@ -89,7 +94,8 @@ class Deliveries:
         passes them (they stay in its memory). The others stay unread until `mark_read` or `ack`.
         Context is the agent's filtered memory of the chat (`chat_id`, else the chat of the
         newest mention); within a `session` only what was not sent before is sent again
-        (`delta`), until `refresh` or the session's TTL.
+        (`delta`), until `refresh` or the session's TTL. With context and `record`, the context
+        it was built from is recorded as a model call (`call_id`): the agent's model gets it next.
         """
         world, agent_id = self.worlds.agent_in(world_id, agent_id)
         agent = self.worlds.get_agent(world, agent_id)
@@ -119,7 +125,9 @@ class Deliveries:
         if not include_context or (context_only_with_mentions and not mentions):
             result = CheckResult(tuple(mentions), chat_id=chat, passed=passed)
         else:
-            result = self._context_once(world_id, world, agent, mentions, chat, depth, session, refresh, now, passed)
+            result = self._context_once(
+                world_id, world, agent, mentions, chat, depth, session, refresh, now, passed, record
+            )
         if mark_read and mentions:
             # Last, once the answer is built: a check that fails leaves its mentions unread.
             self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
@@ -137,6 +145,7 @@ class Deliveries:
         refresh: bool,
         now: datetime,
         passed: int,
+        record: bool,
     ) -> CheckResult:
         state = self.store.get_context_session(world, agent.id, session, chat)
         ttl = timedelta(seconds=self.settings.context_session_ttl)
@@ -153,11 +162,20 @@ class Deliveries:
         )
         newest = max([floor, *in_chat, *(m.id for m in context)])
         refreshed_at = now if full or state is None else state.refreshed_at
-        recalled, digest = self._recalled_once(world_id, agent, chat, max(in_chat, default=None), depth, state, full)
+        recorded: list[str] = []
+
+        def record_call(built: Context) -> None:
+            if record and self.calls is not None and mentions:
+                call_id = self.calls.record(built, "inbox").call_id
+                recorded.extend([call_id] if call_id else [])
+
+        trigger = max(in_chat, default=None)
+        recalled, digest = self._recalled_once(world_id, agent, chat, trigger, depth, state, full, record_call)
         sent = ContextSession(newest, refreshed_at, digest)
         if sent != state:
             self.store.set_context_session(world, agent.id, session, chat, sent)
-        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed, recalled)
+        call_id = recorded[0] if recorded else None
+        return CheckResult(tuple(mentions), tuple(context), truncated, not full, chat, passed, recalled, call_id)
 
     def _recalled_once(
         self,
@@ -168,12 +186,14 @@ class Deliveries:
         depth: int,
         state: ContextSession | None,
         full: bool,
+        on_built: Callable[[Context], None] | None = None,
     ) -> tuple[RecalledPast | None, str]:
         """The recalled past for the check's newest mention in the chat, and its digest; its
-        text is left out when this session was sent the same block already (context once)."""
+        text is left out when this session was sent the same block already (context once).
+        `on_built` is given the context it was taken from."""
         if self.contexts is None:
             return None, ""
-        recalled = self.contexts.recalled_past(world_id, agent.id, chat, trigger, depth)
+        recalled = self.contexts.recalled_past(world_id, agent.id, chat, trigger, depth, on_built)
         if recalled.content is None:
             return recalled, ""
         digest = hashlib.sha256(recalled.content.encode()).hexdigest()

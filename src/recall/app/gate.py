@@ -122,3 +122,13 @@ def require_may_delete_memory(world: WorldRecord, memory: Memory, agent: str) ->
             f"memory {memory.id} is shared by every agent of world {world.id!r}: an agent deletes only its "
             "own memories (a tenant key deletes shared ones: DELETE /v1/worlds/{world}/memories/{id})"
         )
+
+
+def require_may_update_memory(world: WorldRecord, memory: Memory, agent: str) -> None:
+    """As for deleting (`require_may_delete_memory`): an agent changes only its own long-term
+    memories, and what every agent of the world shares is changed with a tenant's key."""
+    if agent and not memory.owner:
+        raise PermissionDeniedError(
+            f"memory {memory.id} is shared by every agent of world {world.id!r}: an agent updates only its "
+            "own memories (a tenant key updates shared ones: PATCH /v1/worlds/{world}/memories/{id})"
+        )

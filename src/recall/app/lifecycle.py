@@ -17,6 +17,7 @@ facts); `erase` takes the messages it wrote too.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from recall.store.base import ParticipantRecord, Store, WorldRecord
 from recall.store.world_records import FactScopes, Removed
 
 if TYPE_CHECKING:
+    from recall.app.calls import CallLog
     from recall.search.index import SearchIndex
 
 PARTICIPANT_KINDS = ("agent", "human")
@@ -52,6 +54,8 @@ class Lifecycle:
     worlds: Worlds
     extraction: Extraction
     index: SearchIndex | None = None
+    #: Recorded model calls: an erase takes the erased messages out of them.
+    calls: CallLog | None = None
 
     def delete_world(self, world_id: str) -> Removed:
         """Delete the world (by key) and everything in it: participants, chats, messages,
@@ -90,10 +94,18 @@ class Lifecycle:
             scopes = (f"user:{record.id.lower()}",) if erase else ()
             threads = None
         self.extraction.discard(world.tenant, scopes=scopes, threads=threads)
+        erasure = self.calls.erasing() if erase and self.calls is not None else nullcontext()
         try:
-            removed = self.store.delete_participant(
-                world.key, record.id, erase=erase, facts=FactScopes(world.tenant, scopes), then=self._unindex
-            )
+            with erasure as erasing:
+
+                def then(db: Any, removed: Removed) -> None:
+                    self._unindex(db, removed)
+                    if erasing is not None:  # no record of a call keeps an erased message's id
+                        erasing.forget(db, world.key, removed.messages)
+
+                removed = self.store.delete_participant(
+                    world.key, record.id, erase=erase, facts=FactScopes(world.tenant, scopes), then=then
+                )
         finally:
             self.worlds._drop_caches(world.key.lower())
         if removed is None:

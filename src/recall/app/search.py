@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from recall.app.facts import Facts
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, UnknownWorldError
+from recall.search.metadata import parse as parse_metadata
 from recall.settings import Settings
 
 if TYPE_CHECKING:
+    from recall.app.memories import Memories
     from recall.search.base import SearchHit
     from recall.search.index import SearchIndex
 
@@ -112,6 +114,8 @@ class Searcher:
     worlds: Worlds
     facts: Facts
     index: SearchIndex | None = None
+    #: Long-term memories: a world's expired ones are purged before its memories are searched.
+    memories: Memories | None = None
 
     def search(
         self,
@@ -129,13 +133,17 @@ class Searcher:
         until: datetime | None = None,
         min_importance: int | None = None,
         min_score: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> list[SearchResult]:
         """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
         its facts) of `tenant`: the `k` best hits, those scoring under `min_score` left out.
 
-        With `agent`, only what that agent may see: shared items and its own private ones."""
+        With `agent`, only what that agent may see: shared items and its own private ones. With
+        `metadata`, only messages and memories whose metadata passes it (`search/metadata.py`:
+        `{"channel": "sms", "priority": {"$gte": 2}}`), before the `k` best are picked."""
         _check_options(query, kinds, k, method, min_score)
+        parse_metadata(metadata)  # refused whether or not there is anything to search
         owners: list[str] | None = None
         if isinstance(space, str) and space.startswith("user:"):
             resolved = self.facts.scope(space, tenant)
@@ -146,6 +154,8 @@ class Searcher:
             resolved = world.id
             if agent is not None:
                 owners = ["", self.worlds.get_agent(world.key, agent).id]
+            if self.memories is not None and "memory" in kinds and query.strip():
+                self.memories.purge_world(world.key)  # an expired memory is never found
         if self.index is None or not query.strip():
             return []
         # Messages reach the index in the background; copying the newest ones is cheap, so a
@@ -165,6 +175,7 @@ class Searcher:
             since=since,
             until=until,
             min_importance=min_importance,
+            metadata=metadata,
             now=now,
         )
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]

@@ -12,12 +12,13 @@ import threading
 import weakref
 
 from recall.app.agent_state import AgentState
+from recall.app.calls import CallLog, CallWriter
 from recall.app.context import Contexts
 from recall.app.deliveries import Deliveries
 from recall.app.extraction import Extraction
 from recall.app.facts import Facts
 from recall.app.lifecycle import Lifecycle
-from recall.app.memories import Memories
+from recall.app.memories import SWEEP_INTERVAL, Memories
 from recall.app.posting import Posting
 from recall.app.search import Searcher
 from recall.app.world_export import WorldExports
@@ -46,20 +47,26 @@ class RecallService:
         self.agent_state = agent_state = AgentState(store, settings, worlds, posting)
         self.facts = facts = Facts(store, worlds, self.index)
         #: Long-term memories (an agent's key-value notes are `agent_state`'s).
-        self.memories = Memories(store, worlds, self.index)
-        self.searcher = Searcher(settings, worlds, facts, self.index)
+        self.memories = memories = Memories(store, worlds, self.index)
+        self.searcher = Searcher(settings, worlds, facts, self.index, memories)
         self.extraction = Extraction(store, settings, worlds, facts, self.model)
-        self.contexts = Contexts(store, settings, worlds, posting, agent_state, self.index, self.summarizer)
-        self.deliveries = Deliveries(store, settings, worlds, posting, self.contexts)
+        self.contexts = Contexts(
+            store, settings, worlds, posting, agent_state, self.index, self.summarizer, memories=memories
+        )
+        #: Recorded model calls: what each call's context held, replayed and compared.
+        self.calls = CallLog(store, settings, worlds, self.contexts, CallWriter(store, settings))
+        self.deliveries = Deliveries(store, settings, worlds, posting, self.contexts, self.calls)
         #: Deleting worlds, participants and messages; exporting and importing whole worlds.
-        self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index)
-        self.exports = WorldExports(store, settings, worlds, self.index)
+        self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index, self.calls)
+        self.exports = WorldExports(store, settings, worlds, self.index, memories=memories)
         # A service never closed (a script's `mem = Recall(...)`) still has its threads stopped
         # at interpreter exit, before the runtime tears down: an indexer thread still inside the
         # embedding runtime then aborts the process. (Not when the service is collected: the
         # parts it made may live on without it.)
         _BACKGROUND.add(self.extraction)
         if self.indexer is not None:
+            # Expired memories go even from worlds nobody reads (each read purges its world's).
+            self.indexer.add_chore(memories.purge_expired, SWEEP_INTERVAL)
             _BACKGROUND.add(self.indexer)
 
     @property
@@ -88,7 +95,9 @@ class RecallService:
         if self.index is not None and self.indexer is None:
             from recall.search.indexer import BackgroundIndexer
 
-            self.indexer = BackgroundIndexer(self.index, indexing=False).start()
+            self.indexer = BackgroundIndexer(self.index, indexing=False)
+            self.indexer.add_chore(self.memories.purge_expired, SWEEP_INTERVAL)
+            self.indexer.start()
 
     # -- closing ----------------------------------------------------------------------------
 
@@ -100,6 +109,7 @@ class RecallService:
         for part in (self.extraction, self.indexer):
             if part is not None:
                 _stop(part)
+        self.calls.writer.stop()  # what is queued is written first
 
     def close(self) -> None:
         self.stop_background()

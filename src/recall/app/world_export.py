@@ -37,6 +37,7 @@ from recall.store.rows import dt
 from recall.store.world_records import WORLD_TABLES, WorldImport
 
 if TYPE_CHECKING:
+    from recall.app.memories import Memories
     from recall.search.base import IndexItem
     from recall.search.index import SearchIndex
 
@@ -98,6 +99,8 @@ class WorldExports:
     settings: Settings
     worlds: Worlds
     index: SearchIndex | None = None
+    #: Long-term memories: a world's expired ones are purged before it is exported.
+    memories: Memories | None = None
 
     # -- export ---------------------------------------------------------------------------
 
@@ -106,6 +109,8 @@ class WorldExports:
         from recall import __version__  # the package imports this module while it loads
 
         world = self.worlds.get_world(world_id)
+        if self.memories is not None:
+            self.memories.purge_world(world.key)  # no expired memory leaves in an export
         scopes = world_scopes(world, self.store.list_participants(world.key), users=True)
         yield {"format": FORMAT, "exported_at": datetime.now(UTC).isoformat(), "recall_version": __version__}
         counts: Counter[str] = Counter()
@@ -181,7 +186,9 @@ class WorldExports:
         kept = dict(rows)
         kept["facts"] = [row for row in rows.get("facts", ()) if not self._fact_is_here(tenant, row)]
         kept["fact_sections"] = [
-            row for row in rows.get("fact_sections", ()) if self.store.get_sections(tenant, row[0]) != _sections(row[1])
+            row
+            for row in rows.get("fact_sections", ())
+            if self.store.get_sections(tenant, row[0]) != _json_object(row[1])
         ]
         return kept
 
@@ -332,12 +339,13 @@ class WorldExports:
 
         self.index.index_message_ids([row[0] for row in rows.get("messages", ())])
         items: list[IndexItem] = []
-        for note_id, owner, _, content, importance, chat_id, _, created_at in rows.get("notes", ()):
+        for note_id, owner, _, content, importance, chat_id, metadata, created_at, *_ in rows.get("notes", ()):
             items.append(
                 IndexItem(
-                    world.tenant, world.id, "memory", note_id, owner, content, dt(created_at), chat_id, None, importance
+                    world.tenant, world.id, "memory", note_id, owner, content, dt(created_at), chat_id, None,
+                    importance, _json_object(metadata),
                 )
-            )
+            )  # fmt: skip
         for fact_id, scope, content, *_, updated_at in rows.get("facts", ()):
             kind, _, rest = scope.partition(":")
             space, _, owner = (scope, "", "") if kind == "user" else rest.partition("/")
@@ -346,6 +354,7 @@ class WorldExports:
             self.index.add(items)
 
 
-def _sections(stored: Any) -> dict[str, str]:
-    """A scope's summary sections as an export row holds them (JSON text)."""
+def _json_object(stored: Any) -> dict[str, Any]:
+    """A JSON object as an export row holds it (JSON text): a scope's summary sections, a memory's
+    metadata."""
     return dict(json.loads(stored)) if isinstance(stored, str) else dict(stored or {})

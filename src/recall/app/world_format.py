@@ -206,6 +206,8 @@ FIELDS: dict[str, tuple[tuple[str, Check], ...]] = {
         ("chat_id", _optional(_text(limits.MAX_ID))),
         ("metadata", _json(limits.MAX_METADATA_CHARS)),
         ("created_at", _time),
+        ("updated_at", _time),
+        ("expires_at", _optional(_time)),
     ),
     "fact": (
         ("id", _STORED_ID),
@@ -219,6 +221,12 @@ FIELDS: dict[str, tuple[tuple[str, Check], ...]] = {
         ("updated_at", _time),
     ),
     "fact_sections": (("scope", _scope), ("sections", _sections), ("updated_at", _time)),
+}
+#: Fields an export of an earlier recall does not hold, and what they are then: a memory was
+#: never changed (updated when created) and never expired.
+_ADDED_LATER: dict[tuple[str, str], Callable[[Mapping[str, Any]], Any]] = {
+    ("memory", "updated_at"): lambda record: record.get("created_at"),
+    ("memory", "expires_at"): lambda record: None,
 }
 #: Columns stored as JSON text, shown as JSON values in records.
 _JSON_FIELDS = {"profile", "mentions", "addressed", "metadata", "data", "value", "sections"}
@@ -258,10 +266,14 @@ def row_of(record: Mapping[str, Any], line: int) -> tuple[str, tuple[Any, ...]]:
         raise InvalidInputError(f"line {line}: {kind}.{unknown[0]}", f"is not a field of a {kind} record")
     row = []
     for name, check in fields:
-        if name not in record:
+        if name in record:
+            value = record[name]
+        elif (kind, name) in _ADDED_LATER:
+            value = _ADDED_LATER[(kind, name)](record)
+        else:
             raise InvalidInputError(f"line {line}: {kind}.{name}", "is missing")
         try:
-            row.append(check(f"{kind}.{name}", record[name]))
+            row.append(check(f"{kind}.{name}", value))
         except InvalidInputError as e:
             raise InvalidInputError(f"line {line}: {e.field}", e.problem) from None
     return TABLES[kind], tuple(row)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from recall.cli import demo, lifecycle, messages, migrate, runner, search, serve
+from recall.cli.calls import calls_app
 from recall.cli.facts import facts_app
 from recall.cli.help_format import App
 from recall.cli.importing import import_app
@@ -97,6 +98,7 @@ app.add_typer(human_app, name="human")
 app.add_typer(import_app, name="import")
 app.add_typer(facts_app, name="facts")
 app.add_typer(memory_app, name="memory")
+app.add_typer(calls_app, name="calls")
 
 
 def main() -> None:

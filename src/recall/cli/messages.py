@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.shared import ChatOption, LimitOption, open_recall, out, print_json, print_json_lines, tenant
+from recall.cli.shared import ChatOption, LimitOption, err, open_recall, out, print_json, print_json_lines, tenant
 from recall.terminal import print_context
 
 
@@ -77,6 +77,9 @@ def context(
         ContextFormat,
         typer.Option("--format", help="openai/anthropic: the messages; json: messages and report; table: for people."),
     ] = ContextFormat.openai,
+    record: Annotated[
+        bool, typer.Option("--record", help="Record it as a model call (its id goes to stderr; see `recall calls`).")
+    ] = False,
 ) -> None:
     """The context an agent's next model call receives, and what was left out and why."""
     with open_recall() as mem:
@@ -90,8 +93,11 @@ def context(
                 message=message,
                 channel=channel,
                 recalled_max_tokens=recalled_max_tokens,
+                record=record,
             )
         )
+        if ctx.call_id is not None:
+            err.print(f"recorded as call {ctx.call_id}")
         if format_ is ContextFormat.openai:
             print_json(ctx.openai())
         elif format_ is ContextFormat.anthropic:

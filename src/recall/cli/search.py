@@ -90,8 +90,9 @@ def search(
     metadata: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="KEY=VALUE",
             help="Only messages and memories whose metadata has KEY=VALUE (repeat: all must hold; VALUE is"
-            " read as JSON when it is, e.g. priority=2 or priority='{\"$gte\": 2}', else as text)."
+            " read as JSON when it is, e.g. priority=2 or priority='{\"$gte\": 2}', else as text).",
         ),
     ] = None,
     json_: JsonFlag = False,

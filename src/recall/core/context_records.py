@@ -173,9 +173,27 @@ class ContextRequest:
 
 
 @dataclass(frozen=True)
+class BuildParams:
+    """What a context was built from besides the stored data, for recording the call: the
+    world (its key), the trigger, the model, the arguments the caller gave (`explicit`: a
+    replay passes them again) and every setting that shaped it, as resolved (`settings`)."""
+
+    world_key: str
+    tenant: str
+    trigger_id: int | None
+    model: str
+    explicit: dict[str, Any]
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Context:
     messages: tuple[ContextMessage, ...]
     report: ContextReport
+    #: How it was built (set by the service's builder; None for a context built by hand).
+    params: BuildParams | None = field(default=None, compare=False, repr=False)
+    #: The id of the model call it was recorded as (`record=True`), else None.
+    call_id: str | None = None
 
     def openai(self) -> list[dict[str, Any]]:
         from recall.core.formats import to_openai
@@ -188,4 +206,7 @@ class Context:
         return to_anthropic(self.messages)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"messages": self.openai(), "report": self.report.to_dict()}
+        out: dict[str, Any] = {"messages": self.openai(), "report": self.report.to_dict()}
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
+        return out

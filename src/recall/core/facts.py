@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from recall.core.calls import version
 from recall.core.escaping import escape
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
@@ -274,6 +275,8 @@ class MemoryBlock:
                 "score": round(s.score, 4),
                 "similarity": None if s.similarity is None else round(s.similarity, 4),
                 "confidence": s.fact.confidence,
+                # What the fact said (a fingerprint): a recorded call's replay tells an edit.
+                "version": version(fact_line(s.fact)),
                 "included": s.fact.id in self.fitted,
             }
             for s in self.ranked

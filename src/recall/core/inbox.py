@@ -49,6 +49,8 @@ class CheckResult:
     passed: int = field(default=0, compare=False)
     #: With context: the recalled past the context builder picks for the newest mention.
     recalled: RecalledPast | None = None
+    #: With context: the model call its context was recorded as (`check(record=True)`).
+    call_id: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -65,6 +67,8 @@ class CheckResult:
         }
         if self.recalled is not None:
             out["recalled"] = self.recalled.to_dict()
+        if self.call_id is not None:
+            out["call_id"] = self.call_id
         return out
 
 

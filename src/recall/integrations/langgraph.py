@@ -27,7 +27,9 @@ agent's store; hybrid: BM25 and embeddings) over the items that pass the namespa
 `filter`, and each `SearchItem.score` is recall's score. Without a query, items come newest
 update first, with no score. TTLs are kept: an item expires `ttl` minutes after it was last
 written (or read, when `refresh_ttl`), is never returned after that, and is deleted by the
-next operation that comes across it.
+next operation that comes across it. The expiry is also its memory's own (`expires_at`), so
+recall's contexts and searches never show an expired item either, and the background sweep of
+expired memories deletes it as well.
 
 Each operation reads the store's items of the world once (a batch reads them once for all its
 operations): made for thousands of items, not millions.
@@ -559,6 +561,8 @@ class RecallStore(BaseStore):
             agent=self.agent.id if self.agent is not None else None,
             metadata=stored.metadata(),
             created_at=stored.updated_at,
+            # The memory's own expiry too: recall's contexts and searches never show it after.
+            expires_at=stored.expires_at,
         )
         return replace(stored, memory_id=memory.id)
 

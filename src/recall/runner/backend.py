@@ -92,7 +92,9 @@ class LocalBackend:
         return self.service.agent_state.decide(self._world, self.agent_id, message.id)
 
     def context(self, message: Message) -> list[dict[str, Any]]:
-        return self.agent.context(message.chat_id, message=message.id).openai()
+        """What the model is sent for `message`, recorded as the runner's model call."""
+        built = self.agent.context(message.chat_id, message=message.id)
+        return self.service.calls.record(built, "runner").openai()
 
     def record_llm_call(self) -> int:
         return self.service.agent_state.record_llm_call(self._world, self.agent_id)
@@ -166,7 +168,7 @@ class HttpBackend:
         return Decision(bool(data["respond"]), int(data["turn_count"]), data.get("notice"), data.get("reason"))
 
     def context(self, message: Message) -> list[dict[str, Any]]:
-        body = {"message_id": message.id, "chat_id": message.chat_id}
+        body = {"message_id": message.id, "chat_id": message.chat_id, "record": True}  # the model gets it
         messages: list[dict[str, Any]] = self._call("POST", f"{self._agent}/context", json=body)["messages"]
         return messages
 

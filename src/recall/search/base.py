@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from recall.core.models import Message, with_caption
+from recall.search.metadata import Condition, where_sql
 from recall.search.stopwords import content_terms
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class IndexItem:
     chat_id: str | None = None
     sender: str | None = None
     importance: int | None = None
+    #: What metadata filters match (`metadata.indexed` keeps its scalar top-level keys); facts have none.
+    metadata: Mapping[str, Any] | None = None
 
 
 class ItemRow(NamedTuple):
@@ -91,6 +94,8 @@ class ItemRow(NamedTuple):
     text: str
     #: The indexed text of the turn before a message in its chat ('' for everything else).
     context: str = ""
+    #: The metadata filters match, as canonical JSON text (`metadata.indexed`; None: none).
+    metadata: str | None = None
 
 
 class Candidate(NamedTuple):
@@ -169,6 +174,8 @@ class Filters:
     since: float | None
     until: float | None
     min_importance: int | None
+    #: Metadata conditions, every one to hold (`metadata.parse`); none: no metadata filter.
+    metadata: tuple[Condition, ...] = ()
 
 
 class RowStore(Protocol):
@@ -185,6 +192,8 @@ class SearchBackend(Protocol):
 
     #: The SQL condition of an item not embedded yet (the one its partial index is built on).
     not_embedded: str
+    #: The SQL of a parameter written into the `metadata` column (JSON text).
+    json_param: str
 
     @property
     def store(self) -> RowStore:
@@ -292,6 +301,10 @@ def where_clause(f: Filters, column: Callable[[str], str] = item_column) -> tupl
         if value is not None:
             clauses.append(f"{column(name)} {operator} ?")
             params.append(value)
+    if f.metadata:
+        conditions, values = where_sql(f.metadata, column("metadata"))
+        clauses += conditions
+        params += values
     return " AND ".join(clauses), params
 
 

@@ -4,11 +4,12 @@ its field, never a database error."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from recall.errors import InvalidInputError
 from recall.search.base import KINDS, MAX_K, MAX_PARAMS, MAX_QUERY_CHARS, METHODS, Filters, IndexItem, ItemRow
+from recall.search.metadata import indexed, parse
 
 
 def timestamp(value: datetime) -> float:
@@ -29,9 +30,11 @@ def item_row(item: IndexItem) -> ItemRow:
     if not isinstance(item.created_at, datetime):
         raise InvalidInputError("created_at", "must be a datetime")
     importance = None if item.importance is None else check_int("importance", item.importance)
+    if item.metadata is not None and not isinstance(item.metadata, Mapping):
+        raise InvalidInputError("metadata", "must be an object")
     return ItemRow(
         item.tenant, item.space, item.kind, check_id(item.source_id), item.owner, item.chat_id or None,
-        item.sender or None, importance, timestamp(item.created_at), item.text,
+        item.sender or None, importance, timestamp(item.created_at), item.text, "", indexed(item.metadata),
     )  # fmt: skip
 
 
@@ -92,8 +95,9 @@ def search_filters(
     since: object,
     until: object,
     min_importance: object,
+    metadata: object = None,
 ) -> Filters:
-    """The filters of a search, checked."""
+    """The filters of a search, checked (`metadata`: see `metadata.parse`)."""
     if not isinstance(tenant, str):
         raise InvalidInputError("tenant", "must be text")
     if not isinstance(space, str) or not space:
@@ -113,4 +117,5 @@ def search_filters(
         since=_optional_time("since", since),
         until=_optional_time("until", until),
         min_importance=None if min_importance is None else check_int("min_importance", min_importance),
+        metadata=parse(metadata),
     )

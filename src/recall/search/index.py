@@ -42,6 +42,7 @@ from recall.search.base import (
     similarity,
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
+from recall.search.metadata import indexed
 from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
@@ -61,6 +62,10 @@ _MESSAGE_ROWS = (
     " FROM messages m JOIN worlds w ON w.key = m.world_id"
 )
 _STATE_MODEL = "vector_model"
+#: Left by the migration that gave items their `metadata`: the id of the last item given it since.
+_STATE_METADATA = "metadata_backfill"
+#: Items given their metadata per transaction by `_backfill_metadata`.
+_BACKFILL_PAGE = 2000
 _SET_STATE = (
     "INSERT INTO search_state (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 )
@@ -83,6 +88,7 @@ class SearchOptions(TypedDict, total=False):
     since: datetime | None
     until: datetime | None
     min_importance: int | None
+    metadata: Mapping[str, Any] | None
     now: datetime | None
 
 
@@ -104,6 +110,7 @@ class SearchIndex:
             if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_DIM:
                 raise InvalidInputError("embedder.dim", f"must be a whole number 1-{MAX_DIM}, got {dim!r}")
             self._check_model(model_key(embedder.name, dim))
+        self._backfill_metadata()
 
     @property
     def has_vectors(self) -> bool:
@@ -143,6 +150,43 @@ class SearchIndex:
         db.execute(self._sql(_SET_STATE), (_STATE_MODEL, model_key(self.embedder.name, dim)))
         self._vec_ready = True
 
+    def _backfill_metadata(self) -> None:
+        """Give the items indexed before `search_items` had `metadata` their message's or
+        memory's metadata (`metadata.indexed`), a page a transaction, before this process
+        searches. The migration that added the column left a marker (`_STATE_METADATA`) when
+        there were items; whoever opens the index first does the work, and a process stopped
+        half-way leaves the rest to the next."""
+        while self._read("SELECT 1 FROM search_state WHERE name = ?", (_STATE_METADATA,)):
+            with self._store._write() as db:
+                self._backend.lock_indexing(db)  # one process at a time (PostgreSQL replicas)
+                mark = db.execute(
+                    self._sql("SELECT value FROM search_state WHERE name = ?"), (_STATE_METADATA,)
+                ).fetchone()
+                if mark is None:
+                    return  # another process finished it meanwhile
+                items = db.execute(
+                    self._sql(
+                        "SELECT s.id, COALESCE(m.metadata, n.metadata) FROM search_items s"
+                        " LEFT JOIN messages m ON s.kind = 'message' AND m.id = s.source_id"
+                        " LEFT JOIN notes n ON s.kind = 'memory' AND n.id = s.source_id"
+                        " WHERE s.id > ? AND s.kind <> 'fact' ORDER BY s.id LIMIT ?"
+                    ),
+                    (int(mark[0]), _BACKFILL_PAGE),
+                ).fetchall()
+                kept = [(indexed(load_json(text)), item) for item, text in items if text and text != "{}"]
+                if updates := [(metadata, item) for metadata, item in kept if metadata is not None]:
+                    db.executemany(
+                        self._sql(f"UPDATE search_items SET metadata = {self._backend.json_param} WHERE id = ?"),
+                        updates,
+                    )
+                if len(items) < _BACKFILL_PAGE:
+                    db.execute(self._sql("DELETE FROM search_state WHERE name = ?"), (_STATE_METADATA,))
+                else:
+                    db.execute(
+                        self._sql("UPDATE search_state SET value = ? WHERE name = ?"),
+                        (int(items[-1][0]), _STATE_METADATA),
+                    )
+
     # -- writing ----------------------------------------------------------------------------
 
     def add(self, items: Sequence[IndexItem]) -> None:
@@ -152,9 +196,17 @@ class SearchIndex:
         if not rows:
             return
         with self._store._write() as db:
-            for row in rows:
-                self._backend.delete_items(db, row.kind, [row.source_id])
-                self._backend.insert_items(db, [row])
+            self._add_rows(db, rows)
+
+    def add_in(self, db: Any, items: Sequence[IndexItem]) -> None:
+        """`add` in the caller's write transaction (a memory changed in place: `store.AlsoWrite`),
+        so that a crash leaves both or neither."""
+        self._add_rows(db, [item_row(item) for item in items])
+
+    def _add_rows(self, db: Any, rows: Sequence[ItemRow]) -> None:
+        for row in rows:
+            self._backend.delete_items(db, row.kind, [row.source_id])
+            self._backend.insert_items(db, [row])
 
     def remove(self, kind: str, source_ids: Sequence[int]) -> int:
         """Remove the items of `kind` with these source ids; how many were there."""
@@ -200,13 +252,19 @@ class SearchIndex:
         of the latest message seen per chat, so far."""
         rows: list[ItemRow] = []
         for m in messages:
-            text = indexed_text(m[4], m[5], load_json(m[6]) if m[6] != "{}" else {})
+            metadata = load_json(m[6]) if m[6] != "{}" else {}
+            text = indexed_text(m[4], m[5], metadata)
             # World keys are unique regardless of case on both databases.
             chat = (str(m[1]).lower(), m[3])
             if chat not in previous:
                 previous[chat] = self._previous_text(db, m[0], m[1], m[3])
             # The space is the world's id in its tenant, as for its notes and facts.
-            rows.append(ItemRow(m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat]))
+            rows.append(
+                ItemRow(
+                    m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat],
+                    indexed(metadata),
+                )
+            )  # fmt: skip
             previous[chat] = text
         return rows
 
@@ -374,6 +432,7 @@ class SearchIndex:
         since: datetime | None = None,
         until: datetime | None = None,
         min_importance: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> list[Ranked]:
         """The `k` best items of one tenant's space for `query`, best first, before their rows
@@ -383,12 +442,14 @@ class SearchIndex:
         Filters: `kinds`; `owners` the owners whose items are visible (None: all; '' is the
         shared owner, so an agent passes ['', agent_id]); `chat_id` ('' = the default chat);
         `sender`; `since` (inclusive) and `until` (exclusive); `min_importance` (keeps only
-        items with an importance, i.e. memories). A hybrid search favours items from the times
+        items with an importance, i.e. memories); `metadata`, conditions on the metadata of
+        messages and memories (`metadata.parse`: facts never pass one). Every filter applies
+        before the `k` best are picked. A hybrid search favours items from the times
         the query names; `now` is when relative ones ("last week") count back from (default:
         the current time).
         """
         check_query(query, k, method)
-        filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance)
+        filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance, metadata)
         if now is not None:
             now = check_time("now", now)
         if not query.strip() or filters.owners == ():

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 logger = logging.getLogger("recall.indexer")
@@ -29,6 +31,15 @@ class Indexable(Protocol):
     def maintain(self) -> int: ...
 
     def pending(self) -> int: ...
+
+
+@dataclass
+class _Chore:
+    """Other background work the thread does between rounds (`BackgroundIndexer.add_chore`)."""
+
+    work: Callable[[], object]
+    every: float
+    due: float = 0.0
 
 
 class BackgroundIndexer:
@@ -55,6 +66,13 @@ class BackgroundIndexer:
         self._round = threading.Condition()
         self._thread: threading.Thread | None = None
         self._failures = 0
+        self._chores: list[_Chore] = []
+
+    def add_chore(self, work: Callable[[], object], every: float) -> None:
+        """Also run `work` from the thread after a round, at most every `every` seconds (the
+        service's sweep of expired memories). A failure is logged and tried again after
+        `every` seconds; it never ends the thread or delays indexing."""
+        self._chores.append(_Chore(work, every))
 
     @property
     def running(self) -> bool:
@@ -137,6 +155,18 @@ class BackgroundIndexer:
             logger.exception("search indexing failed (attempt %d); retrying in %.0f s", self._failures, self._delay())
         finally:
             self._signal()
+        self._run_chores()
+
+    def _run_chores(self) -> None:
+        for chore in list(self._chores):
+            now = time.monotonic()
+            if self._stopping.is_set() or now < chore.due:
+                continue
+            chore.due = now + chore.every
+            try:
+                chore.work()
+            except Exception:
+                logger.exception("background work %r failed; it runs again in %.0f s", chore.work, chore.every)
 
     def _signal(self) -> None:
         with self._round:

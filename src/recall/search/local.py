@@ -6,10 +6,12 @@ sync). Items are grouped in partitions, one per (tenant, space), as the store's 
 another tenant's or space's item is never scored.
 
 A partition holds, per item, the fields searches filter on as numbers (strings become codes of
-one vocabulary), its words as postings (term -> rows and weighted counts), and its vector as a
-row of a float32 matrix once it is embedded. A search
+one vocabulary), its words as postings (term -> rows and weighted counts), its metadata as
+postings too (key -> value -> rows, and each key's numbers beside their rows: `_Field`), and its
+vector as a row of a float32 matrix once it is embedded. A search
 
-1. turns the filters into a boolean mask over the rows (a few vectorised comparisons);
+1. turns the filters into a boolean mask over the rows (a few vectorised comparisons; a
+   metadata condition sets the rows of its values' postings);
 2. keyword: adds up each query term's BM25 contribution over that term's postings (numpy, no
    per-document Python), then keeps the best rows the mask passes;
 3. vector: scores what the mask keeps exactly (one matrix product) when that is cheap, else
@@ -27,7 +29,9 @@ is often a short reply whose question holds the words a search uses.
 
 from __future__ import annotations
 
+import json
 import math
+import operator
 import threading
 import unicodedata
 from array import array
@@ -41,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from recall.search.base import CONTEXT_WEIGHT, WORD, Candidate, Filters
+from recall.search.metadata import Condition, canonical
 
 if TYPE_CHECKING:
     from usearch.index import Index
@@ -126,6 +131,8 @@ class LocalRow:
     vector: NDArray[np.float32] | None
     #: The id of what it was made from (message, memory or fact).
     source_id: int = 0
+    #: What metadata filters match, as canonical JSON text (`metadata.indexed`; None: none).
+    metadata: str | None = None
 
 
 class _Vocabulary:
@@ -178,6 +185,70 @@ class _Postings:
         return rows, self._weights
 
 
+_COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+class _Field:
+    """The rows whose metadata holds one key: all of them, by value (canonical JSON text), and
+    those whose value is a number with that number (appended in row order)."""
+
+    __slots__ = ("rows", "values", "number_rows", "numbers")
+
+    def __init__(self) -> None:
+        self.rows = array("q")
+        self.values: dict[str, array[int]] = {}
+        self.number_rows = array("q")
+        self.numbers = array("d")
+
+    def add(self, at: int, value: object) -> None:
+        self.rows.append(at)
+        text = canonical(value)  # type: ignore[arg-type]  # `metadata.indexed` keeps only scalars
+        rows = self.values.get(text)
+        if rows is None:
+            rows = self.values[text] = array("q")
+        rows.append(at)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            self.number_rows.append(at)
+            self.numbers.append(float(value))
+
+    def passing(self, c: Condition, n: int) -> NDArray[np.bool_]:
+        """The rows (of `n`) whose value passes `c`."""
+        found = np.zeros(n, dtype=bool)
+        if c.op in ("$eq", "$in", "$ne"):
+            if c.op == "$ne":
+                found[np.frombuffer(self.rows, dtype=np.int64)] = True
+            for value in c.values:
+                equal = self.values.get(canonical(value))
+                if equal is not None:
+                    found[np.frombuffer(equal, dtype=np.int64)] = c.op != "$ne"
+        elif self.numbers:
+            numbers = np.frombuffer(self.numbers, dtype=np.float64)
+            rows = np.frombuffer(self.number_rows, dtype=np.int64)
+            found[rows[_COMPARE[c.op](numbers, float(c.values[0]))]] = True  # type: ignore[arg-type]  # a number (parse)
+        return found
+
+    def compacted(self, alive: NDArray[np.bool_]) -> _Field | None:
+        """This key's rows that are alive (None: none is)."""
+        rows = np.frombuffer(self.rows, dtype=np.int64)
+        keep = alive[rows]
+        if keep.all():
+            return self
+        if not keep.any():
+            return None
+        fresh = _Field()
+        fresh.rows.frombytes(rows[keep].tobytes())
+        for value, found in self.values.items():
+            alive_rows = np.frombuffer(found, dtype=np.int64)
+            alive_rows = alive_rows[alive[alive_rows]]
+            if len(alive_rows):
+                fresh.values[value] = array("q", alive_rows.tobytes())
+        number_rows = np.frombuffer(self.number_rows, dtype=np.int64)
+        numbers = alive[number_rows]
+        fresh.number_rows.frombytes(number_rows[numbers].tobytes())
+        fresh.numbers.frombytes(np.frombuffer(self.numbers, dtype=np.float64)[numbers].tobytes())
+        return fresh
+
+
 class _Partition:
     """The items of one (tenant, space)."""
 
@@ -199,6 +270,8 @@ class _Partition:
         self.length = np.zeros(0, dtype=np.float32)
         self.total_length = 0.0
         self.terms: dict[str, _Postings] = {}
+        #: Metadata keys -> their rows and values.
+        self.fields: dict[str, _Field] = {}
         self.matrix = np.zeros((0, dim), dtype=np.float32)
         self.has_vector = np.zeros(0, dtype=bool)
         self.in_graph = np.zeros(0, dtype=bool)
@@ -242,6 +315,12 @@ class _Partition:
             postings.counts.append(n)
         self.length[at] = length
         self.total_length += length
+        if row.metadata:
+            for key, value in json.loads(row.metadata).items():
+                found = self.fields.get(key)
+                if found is None:
+                    found = self.fields[key] = _Field()
+                found.add(at, value)
         self.set_vector(at, row.vector)
         return at
 
@@ -283,6 +362,12 @@ class _Partition:
             fresh.rows.frombytes(rows[keep].tobytes())
             fresh.counts.frombytes(np.frombuffer(postings.counts, dtype=np.float32)[keep].tobytes())
             self.terms[term] = fresh
+        for key in list(self.fields):
+            field = self.fields[key].compacted(alive)
+            if field is None:
+                del self.fields[key]
+            else:
+                self.fields[key] = field
         self.removed = 0
 
     def _grow(self, capacity: int) -> None:
@@ -335,6 +420,12 @@ class _Partition:
             keep &= self.created[:n] < f.until
         if f.min_importance is not None:
             keep &= self.importance[:n] >= f.min_importance
+        for condition in f.metadata:
+            field = self.fields.get(condition.key)
+            if field is None:  # no item has the key: none passes
+                keep[:] = False
+                break
+            keep &= field.passing(condition, n)
         return keep
 
     def keyword(self, terms: Sequence[str], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:

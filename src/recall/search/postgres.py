@@ -50,6 +50,7 @@ class PostgresSearch:
     """The `SearchBackend` of a `PostgresStore`."""
 
     not_embedded = "NOT embedded"
+    json_param = "CAST(? AS jsonb)"
 
     def __init__(self, store: PostgresStore) -> None:
         self.store = store
@@ -88,7 +89,8 @@ class PostgresSearch:
         # The tsvector column is generated: full-text indexing needs nothing more.
         db.executemany(
             "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"
-            " created_at, text, context) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " created_at, text, context, metadata)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, CAST(%s AS jsonb))"
             " ON CONFLICT (kind, source_id) DO NOTHING",
             rows,
         )

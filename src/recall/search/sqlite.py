@@ -37,7 +37,7 @@ _BUMP = (
 _SYNC_PAGE = 5000
 _SYNC_COLUMNS = (
     "id, changed, tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, embedding,"
-    " source_id"
+    " source_id, metadata"
 )
 
 
@@ -46,6 +46,7 @@ class SQLiteSearch:
     searches in the copy in memory."""
 
     not_embedded = "embedded = 0"
+    json_param = "?"
 
     def __init__(self, store: SQLiteStore, dim: int = 0) -> None:
         self.store = store
@@ -104,7 +105,8 @@ class SQLiteSearch:
         for row in rows:
             db.execute(
                 "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"
-                " created_at, text, context, embedded, changed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
+                " created_at, text, context, metadata, embedded, changed)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
                 " ON CONFLICT (kind, source_id) DO NOTHING",
                 (*row, changed),
             )
@@ -181,6 +183,7 @@ class SQLiteSearch:
             context=r[11] or "",
             vector=vector,
             source_id=int(r[13]),
+            metadata=r[14],
         )
 
     def maintain(self, dim: int) -> int:

@@ -144,6 +144,8 @@ class InboxQuery:
     mark_read: bool = False
     wait: bool = False
     timeout: float = 30
+    #: With context: record the context it was built from as a model call.
+    record: bool = True
 
 
 async def run_check(
@@ -174,6 +176,7 @@ async def run_check(
             chat_id=query.chat_id,
             refresh=query.refresh,
             context_only_with_mentions=only_with_mentions,
+            record=query.record,
         )
 
     if not query.wait:

@@ -17,6 +17,7 @@ name the command's default world and agent), which string annotations could not 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from anyio import to_thread
@@ -26,12 +27,14 @@ from pydantic import Field
 
 from recall import __version__
 from recall.app.gate import Gate, Principal
+from recall.app.memories import memory_changes
 from recall.app.service import RecallService
 from recall.errors import RecallError
 from recall.server import views
 from recall.server.deps import KeyRing
 from recall.server.inbox import MAX_WAIT_SECONDS, InboxQuery, Notifier, run_check
 from recall.server.ratelimit import RateLimiter
+from recall.server.schemas import MAX_TTL_SECONDS
 from recall.server.writer import BatchedCalls
 from recall.store.base import WorldRecord
 
@@ -153,6 +156,9 @@ def build_mcp_server(
         ] = "default",
         chat_id: ChatId = None,
         refresh: Annotated[bool, Field(description="check: send the whole context again")] = False,
+        record: Annotated[
+            bool, Field(description="check, with include_context: record the context as a model call (call_id)")
+        ] = True,
         content: Annotated[str | None, Field(description="send: the message text")] = None,
         parent_id: Annotated[int | None, Field(description="send: id of the message this replies to", ge=1)] = None,
         idempotency_key: Annotated[
@@ -173,7 +179,7 @@ def build_mcp_server(
                 notifier.notify(world_id, message)
                 return views.sent(message)
             query = InboxQuery(
-                limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout
+                limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
             )
             return await run_check(service, notifier, world_id, agent_id, query, calls, poll_interval=poll_interval)
 
@@ -200,10 +206,13 @@ def build_mcp_server(
             int | None,
             Field(description="Tokens of recalled past (0: none; default: the agent's setting)", ge=0, le=1_000_000),
         ] = None,
+        record: Annotated[
+            bool, Field(description="Record it as a model call (for a context sent to a model): its id is call_id")
+        ] = False,
     ) -> dict[str, Any]:
         """The context for the agent's next model call in a chat, with a report of what was left out and why.
 
-        Returns {messages, report}, plus {system} for the anthropic format."""
+        Returns {messages, report}, plus {system} for the anthropic format and {call_id} when recorded."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             built = service.contexts.build_context(
@@ -216,6 +225,8 @@ def build_mcp_server(
                 channel=channel,
                 recalled_max_tokens=recalled_max_tokens,
             )
+            if record:
+                built = service.calls.record(built, "mcp")
             return views.context(built, format)
 
     Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
@@ -314,30 +325,61 @@ def build_mcp_server(
     @server.tool(name="memories")
     def memories(
         ctx: ToolContext,
-        action: Annotated[Literal["add", "list", "delete"], Field(description="What to do")],
+        action: Annotated[Literal["add", "list", "update", "delete"], Field(description="What to do")],
         world: World = None,
         agent: Agent = None,
-        content: Annotated[str | None, Field(description="add: what to remember", max_length=20_000)] = None,
-        type: Annotated[str, Field(description="add: a kind of memory, e.g. note, episode, preference")] = "note",
-        importance: Annotated[int, Field(description="add: 1 (trivia) to 10 (crucial)", ge=1, le=10)] = 5,
+        content: Annotated[
+            str | None, Field(description="add: what to remember; update: its new text", max_length=20_000)
+        ] = None,
+        type: Annotated[
+            str | None, Field(description="add, update: a kind of memory, e.g. note, episode, preference (add: note)")
+        ] = None,
+        importance: Annotated[
+            int | None, Field(description="add, update: 1 (trivia) to 10 (crucial) (add: 5)", ge=1, le=10)
+        ] = None,
         shared: Annotated[bool, Field(description="add: shared with every agent of the world, not private")] = False,
         min_importance: Annotated[int, Field(description="list: the least importance", ge=1, le=10)] = 1,
-        memory_id: Annotated[int | None, Field(description="delete: the memory's id", ge=1)] = None,
+        memory_id: Annotated[int | None, Field(description="update, delete: the memory's id", ge=1)] = None,
+        ttl: Annotated[
+            float | None,
+            Field(description="add, update: seconds until it expires and is deleted", gt=0, le=MAX_TTL_SECONDS),
+        ] = None,
+        expires_at: Annotated[
+            datetime | None, Field(description="add, update: when it expires (ISO 8601), instead of ttl")
+        ] = None,
+        clear_expiry: Annotated[bool, Field(description="update: it never expires")] = False,
     ) -> dict[str, Any]:
-        """The agent's long-term memories: add one (private unless shared), list its own and the
-        world's shared ones (most important first), or delete one of its own."""
+        """The agent's long-term memories: add one (private unless shared; with ttl or expires_at it
+        expires), list its own and the world's shared ones (most important first), update one of its
+        own in place (what is given changes), or delete one of its own."""
         with _as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             memory = service.memories
             if action == "add":
                 note = memory.add_memory(
-                    world_id, content or "", type=type, importance=importance, agent=None if shared else agent_id
+                    world_id,
+                    content or "",
+                    type=type or "note",
+                    importance=5 if importance is None else importance,
+                    agent=None if shared else agent_id,
+                    expires_at=expires_at,
+                    ttl=ttl,
                 )
                 return note.to_dict()
             if action == "list":
                 return views.memories(memory.list_memories(world_id, agent_id, min_importance))
             if memory_id is None:
-                raise ToolError("memory_id: delete needs the id of the memory")
+                raise ToolError(f"memory_id: {action} needs the id of the memory")
+            if action == "update":
+                changes = memory_changes(
+                    content=content,
+                    type=type,
+                    importance=importance,
+                    expires_at=expires_at,
+                    ttl=ttl,
+                    clear_expiry=clear_expiry,
+                )
+                return memory.update_memory(world_id, memory_id, changes, agent=agent_id).to_dict()
             memory.delete_memory(world_id, memory_id, agent=agent_id)
             return views.deleted()
 
@@ -361,6 +403,14 @@ def build_mcp_server(
         min_score: Annotated[
             float | None, Field(description="Leave out hits scoring under this (a score is 0..1 relevance)", ge=0, le=1)
         ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Only messages and memories whose metadata has each key equal to its value"
+                ' ({"channel": "sms"}), or passing its operators ({"priority": {"$gte": 2}}, {"$in": [...]},'
+                " $ne, $gt, $gte, $lt, $lte); facts have no metadata"
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search what the agent may see in its world: messages, the shared and its own memories, and
         facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}, best
@@ -379,6 +429,7 @@ def build_mcp_server(
                 sender=sender,
                 min_importance=min_importance,
                 min_score=min_score,
+                metadata=metadata,
             )
             return views.search_hits(results)
 

@@ -133,6 +133,17 @@ class ContextIn(Body):
     format: Literal["openai", "anthropic"] = "openai"
     #: Tokens of recalled past for this call (0: none; default: the agent's setting).
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
+    #: Record it as a model call (its id comes back as `call_id`): for a context sent to a model.
+    record: bool = False
+
+
+class CompareIn(Body):
+    #: Another recorded call of the agent; without it the call is rebuilt now with the settings.
+    other: str | None = Field(default=None, min_length=1, max_length=64)
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    history_limit: int | None = Field(default=None, ge=0, le=10_000)
+    channel: Literal["chat", "call", "sms", "email"] | None = None
+    recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
 
 
 class AckIn(Body):
@@ -209,12 +220,32 @@ class FactsImportIn(Body):
     replace: bool = False
 
 
+#: A memory's longest time to live, in seconds (ten years, as for an agent's notes).
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+#: When a memory expires: a time, or seconds from now (not both).
+ExpiresAt = Field(default=None, description="when it expires and is deleted (not with ttl); null: never")
+Ttl = Field(default=None, gt=0, le=MAX_TTL_SECONDS, description="seconds until it expires (not with expires_at)")
+
+
 class NoteIn(Body):
     content: str = Field(min_length=1, max_length=20_000)
     type: str = Field(default="note", pattern=NOTE_TYPE_REGEX)
     importance: int = Field(default=5, ge=1, le=10)
     chat_id: str | None = Field(default=None, max_length=64)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: datetime | None = ExpiresAt
+    ttl: float | None = Ttl
+
+
+class NotePatch(Body):
+    """A memory's fields to change (those left out stay); `expires_at` or `ttl` null: it never expires."""
+
+    content: str | None = Field(default=None, min_length=1, max_length=20_000)
+    type: str | None = Field(default=None, pattern=NOTE_TYPE_REGEX)
+    importance: int | None = Field(default=None, ge=1, le=10)
+    metadata: dict[str, Any] | None = None
+    expires_at: datetime | None = ExpiresAt
+    ttl: float | None = Ttl
 
 
 class ExtractIn(Body):
@@ -235,5 +266,8 @@ class SearchIn(Body):
     min_importance: int | None = Field(default=None, ge=1, le=10)
     #: Leave out hits whose score (their relevance, 0..1) is under this.
     min_score: float | None = Field(default=None, ge=0, le=1)
+    #: Only messages and memories whose metadata has each key equal to its value, or passing its
+    #: operators ({"$in": [...]}, $ne, $gt, $gte, $lt, $lte): see docs/long-term-memory.md.
+    metadata: dict[str, Any] | None = None
     #: When relative times in the query ("last week") count back from; default the current time.
     now: datetime | None = None

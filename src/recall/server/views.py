@@ -116,10 +116,11 @@ def decision(made: Decision, turn_limit: int | None) -> dict[str, Any]:
 def context(built: Context, format: Literal["openai", "anthropic"]) -> dict[str, Any]:
     """A model-ready context: `{messages, report}`, with `system` for the anthropic format."""
     report = built.report.to_dict()
+    recorded = {} if built.call_id is None else {"call_id": built.call_id}
     if format == "anthropic":
         out = built.anthropic()
-        return {"system": out["system"], "messages": out["messages"], "report": report}
-    return {"messages": built.openai(), "report": report}
+        return {"system": out["system"], "messages": out["messages"], "report": report, **recorded}
+    return {"messages": built.openai(), "report": report, **recorded}
 
 
 # -- notes, facts, memories, search -------------------------------------------------------------

@@ -10,11 +10,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message, SenderType
 from recall.store.world_records import AlsoRemove, FactScopes, Removed, WorldImport
+
+if TYPE_CHECKING:
+    from recall.store.call_log import CallRow, NewCall
 
 
 @dataclass(frozen=True)
@@ -109,11 +112,15 @@ class NewMemory:
     created_at: datetime
     chat_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: When it stops being returned and is deleted; None: never.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class Memory:
-    """A long-term memory: shared in its world (owner '') or private to one agent."""
+    """A long-term memory: shared in its world (owner '') or private to one agent. `updated_at`
+    is when it was last changed (its `created_at` until then); `expires_at` when it stops being
+    returned and is deleted (None: never)."""
 
     id: int
     world_id: str
@@ -124,6 +131,12 @@ class Memory:
     chat_id: str | None
     metadata: dict[str, Any]
     created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether it is past its expiry at `now`."""
+        return self.expires_at is not None and self.expires_at <= now
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +149,8 @@ class Memory:
             "chat_id": self.chat_id,
             "metadata": self.metadata,
             "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
         }
 
 
@@ -151,6 +166,9 @@ class ContextSession:
 
 #: Told (world key, message ids or None for "some") of posts another process stored.
 PostListener = Callable[[str, list[int] | None], None]
+#: What a change to a memory also writes in its own transaction (the write cursor, the memory as
+#: stored): its search item, so that the store and the index never disagree after a crash.
+AlsoWrite = Callable[[Any, Memory], None]
 
 
 class SharedRateLimits(Protocol):
@@ -264,11 +282,42 @@ class Store(Protocol):
 
     # long-term memories
     def add_memory(self, world_id: str, note: NewMemory) -> Memory: ...
-    def get_memory(self, world_id: str, note_id: int) -> Memory | None: ...
+    def get_memory(self, world_id: str, note_id: int) -> Memory | None:
+        """The memory, expired or not (the caller compares `expires_at`)."""
+        ...
+
     def list_memories(
-        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
-    ) -> list[Memory]: ...
+        self,
+        world_id: str,
+        owners: Sequence[str],
+        min_importance: int = 1,
+        limit: int = 100,
+        now: datetime | None = None,
+    ) -> list[Memory]:
+        """Memories visible to `owners`; with `now`, those expired by then left out."""
+        ...
+
+    def update_memory(self, world_id: str, memory: Memory, then: AlsoWrite | None = None) -> Memory | None:
+        """Write `memory`'s type, content, importance, metadata, updated_at and expires_at over the
+        stored memory of its id; the stored memory, or None when there is none (deleted meanwhile).
+        `then` runs in the same transaction, with the memory as stored."""
+        ...
+
     def delete_memory(self, world_id: str, note_id: int) -> bool: ...
+    def delete_expired_memories(self, world_id: str | None, now: datetime, then: AlsoRemove | None = None) -> Removed:
+        """Delete the memories of a world (by key; None: of every world) whose expiry is at or
+        before `now`; their ids in `Removed.memories`. `then` runs in the same transaction, only
+        when some went (a look without writing first, so a read that finds none stays a read)."""
+        ...
+
+    # recorded model calls (call_log.py)
+    def add_calls(self, calls: Sequence[NewCall]) -> int: ...
+    def get_call(self, world_id: str, agent_id: str, call_id: str) -> CallRow | None: ...
+    def list_calls(
+        self, world_id: str, agent_id: str, *, before: datetime | None = None, limit: int = 50
+    ) -> list[CallRow]: ...
+    def trim_calls(self, world_id: str, agent_id: str, *, keep: int, older_than: datetime | None) -> int: ...
+    def rewrite_calls(self, db: Any, world_id: str, rewrite: Callable[[bytes], bytes | None]) -> int: ...
 
     # whole worlds: deleted, exported, imported (world_delete.py, world_dump.py)
     def delete_world(self, world_id: str, facts: FactScopes, then: AlsoRemove | None = None) -> Removed | None: ...

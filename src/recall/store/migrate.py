@@ -6,7 +6,8 @@ after the highest copied id. Every table is verified afterwards: the same number
 the same checksum (SHA-256 over its rows, in a canonical order) on both sides.
 
 Vectors are not copied: the target's index worker embeds the copied search items again (the
-source may hold another model's vectors, or none).
+source may hold another model's vectors, or none). Nor is the items' metadata: the target's
+index reads it again from the copied messages and memories when it is first opened.
 """
 
 from __future__ import annotations
@@ -45,12 +46,17 @@ TABLES: tuple[tuple[str, str, str], ...] = (
     ("facts", "id, tenant, scope, content, category, confidence, source, avoid, created_at, updated_at", "id"),
     ("fact_sections", "tenant, scope, sections, updated_at", "tenant, scope"),
     ("fact_sources", "fact_id, message_id", "fact_id, message_id"),
-    ("notes", "id, world_id, owner, type, content, importance, chat_id, metadata, created_at", "id"),
+    (
+        "notes",
+        "id, world_id, owner, type, content, importance, chat_id, metadata, created_at, updated_at, expires_at",
+        "id",
+    ),
     (
         "search_items",
         "id, tenant, space, kind, source_id, owner, chat_id, sender, importance, created_at, text, context",
         "id",
     ),
+    ("model_calls", "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, body", "id"),
 )
 #: Id columns backed by a sequence on PostgreSQL: (table, column, sequence).
 SEQUENCES = (
@@ -130,6 +136,12 @@ def _finish(src: Any, dst: PostgresStore) -> None:
                 " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                 (int(mark[0][0]),),
             )
+        # The items' metadata (the source's is a text column, the target's JSONB) is read again
+        # from the copied messages and memories when the target's index is first opened.
+        cur.execute(
+            "INSERT INTO search_state (name, value) VALUES ('metadata_backfill', 0)"
+            " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+        )
         cur.execute("UPDATE store_version SET version = version + 1")
 
 

@@ -223,6 +223,48 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX fact_sources_by_message ON fact_sources (message_id);
         """,
     ),
+    (
+        7,
+        """
+        -- Long-term memories change in place and may expire, as in the SQLite store's version 10.
+        ALTER TABLE notes ADD COLUMN updated_at DOUBLE PRECISION;
+        UPDATE notes SET updated_at = created_at;
+        ALTER TABLE notes ALTER COLUMN updated_at SET NOT NULL;
+        ALTER TABLE notes ADD COLUMN expires_at DOUBLE PRECISION;
+        CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL;
+        """,
+    ),
+    (
+        8,
+        """
+        -- Recorded model calls, as in the SQLite store's version 11.
+        CREATE TABLE model_calls (
+            id          TEXT PRIMARY KEY,
+            world_id    CITEXT NOT NULL,
+            agent_key   BIGINT NOT NULL,
+            chat_id     TEXT NOT NULL DEFAULT '',
+            trigger_id  BIGINT,
+            created_at  DOUBLE PRECISION NOT NULL,
+            source      TEXT NOT NULL,
+            digest      TEXT NOT NULL,
+            body        BYTEA NOT NULL
+        );
+        CREATE INDEX model_calls_by_agent ON model_calls (agent_key, created_at, id);
+        CREATE INDEX model_calls_by_world ON model_calls (world_id);
+        """,
+    ),
+    (
+        9,
+        """
+        -- Metadata filters, as in the SQLite store's version 12: the scalar top-level keys of an
+        -- item's metadata (NULL: none), equality answered by the GIN index. Items indexed before
+        -- get theirs when the index is next opened, from the marker left here.
+        ALTER TABLE search_items ADD COLUMN metadata JSONB;
+        CREATE INDEX search_items_metadata ON search_items USING GIN (metadata jsonb_path_ops);
+        INSERT INTO search_state (name, value) SELECT 'metadata_backfill', 0
+            WHERE EXISTS (SELECT 1 FROM search_items WHERE kind <> 'fact');
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

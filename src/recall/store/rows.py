@@ -119,7 +119,7 @@ def message_record(row: Sequence[Any]) -> Message:
 
 
 FACT_COLUMNS = "id, scope, content, category, confidence, created_at, updated_at, source, avoid"
-NOTE_COLUMNS = "id, world_id, owner, type, content, importance, chat_id, metadata, created_at"
+NOTE_COLUMNS = "id, world_id, owner, type, content, importance, chat_id, metadata, created_at, updated_at, expires_at"
 PARTICIPANT_COLUMNS = "world_id, id, kind, profile, created_at"
 
 
@@ -128,7 +128,10 @@ def fact_record(row: Sequence[Any]) -> Fact:
 
 
 def note_record(row: Sequence[Any]) -> Memory:
-    return Memory(row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], load_json(row[7]), dt(row[8]))
+    return Memory(
+        row[0], world_id_of(row[1]), row[2], row[3], row[4], row[5], row[6], load_json(row[7]), dt(row[8]),
+        dt(row[9]), None if row[10] is None else dt(row[10]),
+    )  # fmt: skip
 
 
 def participant_record(row: Sequence[Any]) -> ParticipantRecord:

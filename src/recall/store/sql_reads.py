@@ -166,14 +166,21 @@ class SQLReads:
         return [fact_record(r) for r in rows]
 
     def list_memories(
-        self, world_id: str, owners: Sequence[str], min_importance: int = 1, limit: int = 100
+        self,
+        world_id: str,
+        owners: Sequence[str],
+        min_importance: int = 1,
+        limit: int = 100,
+        now: datetime | None = None,
     ) -> list[Memory]:
-        """Memories visible to `owners` ('' = shared), most important first, then newest."""
+        """Memories visible to `owners` ('' = shared), most important first, then newest; with
+        `now`, those expired by then left out."""
         owner_is, params = self._one_of("owner", owners, "::citext[]")
+        live, at = ("", ()) if now is None else (" AND (expires_at IS NULL OR expires_at > ?)", (ts(now),))
         rows = self._read(
-            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND {owner_is} AND importance >= ?"
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND {owner_is} AND importance >= ?{live}"
             " ORDER BY importance DESC, id DESC LIMIT ?",
-            (world_id, *params, min_importance, limit),
+            (world_id, *params, min_importance, *at, limit),
         )
         return [note_record(r) for r in rows]
 

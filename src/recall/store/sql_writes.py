@@ -13,7 +13,16 @@ from typing import Any
 
 from recall.core.facts import Fact, NewFact
 from recall.errors import ConflictError
-from recall.store.base import ContextSession, FactWrite, Memory, NewMemory, Note, ParticipantRecord, WorldRecord
+from recall.store.base import (
+    AlsoWrite,
+    ContextSession,
+    FactWrite,
+    Memory,
+    NewMemory,
+    Note,
+    ParticipantRecord,
+    WorldRecord,
+)
 from recall.store.rows import (
     FACT_COLUMNS,
     NOTE_COLUMNS,
@@ -26,6 +35,7 @@ from recall.store.rows import (
     world_id_of,
 )
 from recall.store.sql_reads import SQLReads
+from recall.store.world_records import AlsoRemove, Removed
 
 
 class SQLWrites(SQLReads):
@@ -255,20 +265,57 @@ class SQLWrites(SQLReads):
     # -- long-term memories ---------------------------------------------------------------
 
     def add_memory(self, world_id: str, note: NewMemory) -> Memory:
+        expires = None if note.expires_at is None else ts(note.expires_at)
         with self._write() as db:
             row = self._execute(
                 db,
-                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {NOTE_COLUMNS}",
+                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at,"
+                f" updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {NOTE_COLUMNS}",
                 (
                     world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
-                    json.dumps(note.metadata), ts(note.created_at),
+                    json.dumps(note.metadata), ts(note.created_at), ts(note.created_at), expires,
                 ),
             ).fetchone()  # fmt: skip
         return note_record(row)
+
+    def update_memory(self, world_id: str, memory: Memory, then: AlsoWrite | None = None) -> Memory | None:
+        expires = None if memory.expires_at is None else ts(memory.expires_at)
+        with self._write() as db:
+            row = self._execute(
+                db,
+                "UPDATE notes SET type = ?, content = ?, importance = ?, metadata = ?, updated_at = ?, expires_at = ?"
+                f" WHERE world_id = ? AND id = ? RETURNING {NOTE_COLUMNS}",
+                (
+                    memory.type, memory.content, memory.importance, json.dumps(memory.metadata),
+                    ts(memory.updated_at), expires, world_id, memory.id,
+                ),
+            ).fetchone()  # fmt: skip
+            if row is None:
+                return None
+            stored = note_record(row)
+            if then is not None:
+                then(db, stored)
+        return stored
 
     def delete_memory(self, world_id: str, note_id: int) -> bool:
         with self._write() as db:
             return bool(
                 self._execute(db, "DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0
             )
+
+    def delete_expired_memories(self, world_id: str | None, now: datetime, then: AlsoRemove | None = None) -> Removed:
+        # `expires_at IS NOT NULL` spelt out: the condition of the partial index notes_by_expiry.
+        where = "expires_at IS NOT NULL AND expires_at <= ?"
+        params: tuple[Any, ...] = (ts(now),)
+        if world_id is not None:
+            where, params = f"{where} AND world_id = ?", (*params, world_id)
+        if not self._read(f"SELECT 1 FROM notes WHERE {where} LIMIT 1", params):
+            return Removed()
+        with self._write() as db:
+            ids = tuple(
+                int(r[0]) for r in self._execute(db, f"DELETE FROM notes WHERE {where} RETURNING id", params).fetchall()
+            )
+            removed = Removed(memories=ids)
+            if ids and then is not None:
+                then(db, removed)
+        return removed

@@ -285,6 +285,51 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX fact_sources_by_message ON fact_sources (message_id);
         """,
     ),
+    (
+        10,
+        """
+        -- Long-term memories change in place and may expire. `updated_at` is when one was last
+        -- changed (its created_at until then), `expires_at` when it stops being returned and is
+        -- deleted (epoch seconds, NULL for never). The partial index holds only the memories
+        -- that expire, so finding those past their time stays cheap.
+        ALTER TABLE notes ADD COLUMN updated_at REAL NOT NULL DEFAULT 0;
+        UPDATE notes SET updated_at = created_at;
+        ALTER TABLE notes ADD COLUMN expires_at REAL;
+        CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL;
+        """,
+    ),
+    (
+        11,
+        """
+        -- Recorded model calls (store/call_log.py): what each call's context held, by id and
+        -- version, compressed in `body`, read per agent newest first, trimmed by age and count.
+        CREATE TABLE model_calls (
+            id          TEXT PRIMARY KEY,
+            world_id    TEXT NOT NULL COLLATE NOCASE,
+            agent_key   INTEGER NOT NULL,  -- participants.key of the agent
+            chat_id     TEXT NOT NULL DEFAULT '',
+            trigger_id  INTEGER,
+            created_at  REAL NOT NULL,
+            source      TEXT NOT NULL,
+            digest      TEXT NOT NULL,
+            body        BLOB NOT NULL
+        );
+        CREATE INDEX model_calls_by_agent ON model_calls (agent_key, created_at, id);
+        CREATE INDEX model_calls_by_world ON model_calls (world_id);
+        """,
+    ),
+    (
+        12,
+        """
+        -- Metadata filters (search/metadata.py): an item's metadata as searches filter on it, the
+        -- scalar top-level keys as canonical JSON text (NULL: none, as for every fact). Items
+        -- indexed before get their message's or memory's when the index is next opened
+        -- (SearchIndex._backfill_metadata), from the marker left here when there are any.
+        ALTER TABLE search_items ADD COLUMN metadata TEXT;
+        INSERT INTO search_state (name, value) SELECT 'metadata_backfill', 0
+            WHERE EXISTS (SELECT 1 FROM search_items WHERE kind <> 'fact');
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

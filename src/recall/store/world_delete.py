@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recall.store.sql_writes import SQLWrites
+from recall.store.call_log import SQLCalls
 from recall.store.world_records import AlsoRemove, FactScopes, Removed
 
 #: Tables keyed by an agent's key (`participants.key`) besides `deliveries` and `agent_memory`.
-_KEYED_BY_AGENT = ("inbox_marks", "memory_counts", "context_sessions")
+_KEYED_BY_AGENT = ("inbox_marks", "memory_counts", "context_sessions", "model_calls")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class _Gone:
     reparented: tuple[int, ...] = ()
 
 
-class SQLDeletes(SQLWrites):
+class SQLDeletes(SQLCalls):
     """Deletions shared by both stores."""
 
     def _forget_world_rows(self, db: Any, world_id: str, agent_id: str | None) -> None:

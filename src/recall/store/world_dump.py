@@ -46,8 +46,8 @@ _PAGED_TABLES: dict[str, str] = {
         "SELECT id, agent_id, kind, sim_time, data, created_at FROM observations WHERE world_id = ? AND id > ?"
     ),
     "notes": (
-        "SELECT id, owner, type, content, importance, chat_id, metadata, created_at FROM notes"
-        " WHERE world_id = ? AND id > ?"
+        "SELECT id, owner, type, content, importance, chat_id, metadata, created_at, updated_at, expires_at"
+        " FROM notes WHERE world_id = ? AND id > ?"
     ),
 }
 #: The INSERT of each table, by the columns it is given (agents' ids already turned into keys).
@@ -61,7 +61,7 @@ _INSERTS: dict[str, tuple[str, ...]] = {
     "observations": ("world_id", *WORLD_TABLES["observations"]),
     "agent_memory": ("agent_key", "key", "value", "updated_at", "expires_at"),
     "context_sessions": ("agent_key", "session", "chat_id", "last_sent_id", "refreshed_at"),
-    "notes": ("world_id", "id", "owner", "type", "content", "importance", "chat_id", "metadata", "created_at"),
+    "notes": ("world_id", *WORLD_TABLES["notes"]),
     "facts": ("tenant", *WORLD_TABLES["facts"]),
     "fact_sections": ("tenant", *WORLD_TABLES["fact_sections"]),
 }

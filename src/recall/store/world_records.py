@@ -35,7 +35,18 @@ WORLD_TABLES: dict[str, tuple[str, ...]] = {
     "observations": ("id", "agent_id", "kind", "sim_time", "data", "created_at"),
     "agent_memory": ("agent", "key", "value", "updated_at", "expires_at"),
     "context_sessions": ("agent", "session", "chat_id", "last_sent_id", "refreshed_at"),
-    "notes": ("id", "owner", "type", "content", "importance", "chat_id", "metadata", "created_at"),
+    "notes": (
+        "id",
+        "owner",
+        "type",
+        "content",
+        "importance",
+        "chat_id",
+        "metadata",
+        "created_at",
+        "updated_at",
+        "expires_at",
+    ),  # fmt: skip
     "facts": ("id", "scope", "content", "category", "confidence", "source", "avoid", "created_at", "updated_at"),
     "fact_sections": ("scope", "sections", "updated_at"),
 }

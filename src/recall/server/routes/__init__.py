@@ -7,6 +7,7 @@ from fastapi import APIRouter
 
 from recall.server.routes import (
     agents,
+    calls,
     extraction,
     facts,
     inbox,
@@ -25,6 +26,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     messages.router,
     inbox.router,
     agents.router,
+    calls.router,
     notes.router,
     facts.router,
     memories.router,

@@ -54,6 +54,8 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
         channel=body.channel,
         recalled_max_tokens=body.recalled_max_tokens,
     )
+    if body.record:
+        built = state.service.calls.record(built, "rest")
     state.metrics.observe_context(built.report)
     return views.context(built, body.format)
 

@@ -40,9 +40,14 @@ async def check_inbox(
     session: Annotated[str, Query(min_length=1, max_length=200)] = "default",
     chat_id: Annotated[str | None, Query(max_length=64)] = None,
     refresh: Annotated[bool, Query(description="send the whole context again")] = False,
+    record: Annotated[
+        bool, Query(description="with include_context: record the context as a model call (its id: call_id)")
+    ] = True,
 ) -> JSONResponse:
     state = state_of(request)
-    query = InboxQuery(limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout)
+    query = InboxQuery(
+        limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
+    )
     answer = await run_check(
         state.service,
         state.notifier,

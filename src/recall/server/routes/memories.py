@@ -29,6 +29,17 @@ def list_shared_notes(
     return views.memories(memories_of(request).list_memories(record.key, None, min_importance, limit))
 
 
+@router.patch("/v1/worlds/{world}/memories/{note_id}", summary="Change a shared memory in place")
+def update_shared_note(
+    request: Request,
+    record: Annotated[WorldRecord, tenant_world("update shared memories")],
+    note_id: MemoryId,
+    body: schemas.NotePatch,
+) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    return memories_of(request).update_memory(record.key, note_id, changes).to_dict()
+
+
 @router.delete("/v1/worlds/{world}/memories/{note_id}", summary="Delete a shared memory")
 def delete_shared_note(
     request: Request, record: Annotated[WorldRecord, tenant_world("delete shared memories")], note_id: MemoryId
@@ -48,6 +59,14 @@ def list_agent_notes(
     request: Request, acting: ActingAgent, min_importance: MinImportance = 1, limit: Limit = 100
 ) -> dict[str, Any]:
     return views.memories(memories_of(request).list_memories(acting.key, acting.agent, min_importance, limit))
+
+
+@router.patch("/v1/worlds/{world}/agents/{agent}/memories/{note_id}", summary="Change one of its memories in place")
+def update_agent_note(
+    request: Request, acting: ActingAgent, note_id: MemoryId, body: schemas.NotePatch
+) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    return memories_of(request).update_memory(acting.key, note_id, changes, agent=acting.agent).to_dict()
 
 
 @router.delete("/v1/worlds/{world}/agents/{agent}/memories/{note_id}", summary="Delete one of its memories")

@@ -44,6 +44,7 @@ def _search(
         until=body.until,
         min_importance=body.min_importance,
         min_score=body.min_score,
+        metadata=body.metadata,
         now=body.now,
     )
     return views.search_hits(results)

@@ -186,7 +186,9 @@ async function agentPage(worldId, agentId) {
   depth.addEventListener("change", () => render());
   chat.addEventListener("change", () => render());
   const inbox = el("div", { class: "card", id: "inbox" });
-  main().replaceChildren(el("h1", {}, `What ${agentId}'s model gets`), controls, view,
+  const callsLink = el("p", {}, el("a", { href: `/ui/worlds/${enc(world.id)}/agents/${enc(agentId)}/calls`, id: "calls-link" },
+    "Model calls: what this agent's model was sent"));
+  main().replaceChildren(el("h1", {}, `What ${agentId}'s model gets`), callsLink, controls, view,
                          el("h2", {}, "Inbox"), inbox);
 
   async function render() {
@@ -391,6 +393,89 @@ async function searchPage(worldId) {
       el("div", { class: "content" }, highlighted(r.text, query)))) : el("p", { class: "muted" }, "Nothing found.")));
 }
 
+// -- recorded model calls -----------------------------------------------------------------
+
+async function callsPage(worldId, agentId) {
+  // The agent's model calls, newest first: open one, or tick two and compare them.
+  const base = `/v1/worlds/${enc(worldId)}/agents/${enc(agentId)}`;
+  const page = `/ui/worlds/${enc(worldId)}/agents/${enc(agentId)}/calls`;
+  crumbs({ text: "worlds", href: "/ui/" }, { text: worldId, href: `/ui/worlds/${enc(worldId)}` },
+         { text: agentId, href: `/ui/worlds/${enc(worldId)}/agents/${enc(agentId)}` }, { text: "calls" });
+  const { calls } = await api("GET", `${base}/calls?limit=200`);
+  const compare = el("button", { type: "submit", id: "compare", disabled: true }, "Compare the two ticked");
+  const form = el("form", { id: "calls-form", onsubmit: (e) => {
+    e.preventDefault();
+    const [a, b] = [...form.querySelectorAll("input:checked")].map((box) => box.value);
+    location.href = `${page}/${enc(b)}?with=${enc(a)}`;  // the older one first
+  } });
+  const rows = calls.map((c) => {
+    return el("tr", { dataset: { id: c.id } },
+      el("td", {}, el("input", { type: "checkbox", value: c.id, "aria-label": `pick ${c.id}`, onchange: () => {
+        compare.disabled = form.querySelectorAll("input:checked").length !== 2;
+      } })),
+      el("td", {}, el("a", { href: `${page}/${enc(c.id)}` }, when(c.at))), el("td", {}, c.source),
+      el("td", {}, c.chat_id ?? "(default)"), el("td", { class: "num" }, c.trigger_id ?? "–"),
+      el("td", { class: "num" }, c.total_tokens), el("td", {}, `${c.counts.included} in, ${c.counts.left_out} out`),
+      el("td", {}, c.erased ? el("span", { class: "reason" }, `${c.erased} erased`) : ""));
+  });
+  form.append(el("table", { id: "calls-table" },
+    el("tr", {}, ["", "when", "source", "chat", "trigger", "tokens", "items", ""].map((h) => el("th", {}, h))), rows), compare);
+  main().replaceChildren(el("h1", {}, `${agentId}'s model calls`),
+    el("p", { class: "muted" }, "Each call records what its context held (ids, versions, scores, reasons), not the text: opening one rebuilds it from the store and says whether the model would get the same bytes today."),
+    calls.length ? el("div", { class: "card" }, form) : el("p", { class: "muted", id: "no-calls" }, "No recorded calls yet."));
+}
+
+async function callPage(worldId, agentId, callId) {
+  const base = `/v1/worlds/${enc(worldId)}/agents/${enc(agentId)}`;
+  const params = new URLSearchParams(location.search);
+  const other = params.get("with");
+  crumbs({ text: "worlds", href: "/ui/" }, { text: worldId, href: `/ui/worlds/${enc(worldId)}` },
+         { text: agentId, href: `/ui/worlds/${enc(worldId)}/agents/${enc(agentId)}` },
+         { text: "calls", href: `/ui/worlds/${enc(worldId)}/agents/${enc(agentId)}/calls` }, { text: callId });
+  const result = other
+    ? await api("POST", `${base}/calls/${enc(callId)}/compare`, { other })
+    : await api("GET", `${base}/calls/${enc(callId)}/replay`);
+  const call = result.call;
+  const verdict = result.diff === null ? "cannot be rebuilt"
+    : result.diff.identical ? "the same bytes" : "not the same bytes";
+  const heading = other ? `Call ${callId} beside the later ${other}` : `Call ${callId}, replayed from the store`;
+  const summary = el("div", { class: "card", id: "verdict", dataset: { identical: String(!!result.diff?.identical) } },
+    el("strong", {}, verdict), ` · ${call.source} · ${when(call.at)} · chat ${call.chat_id ?? "(default)"} · trigger #${call.trigger_id ?? "–"} · ${call.total_tokens} tokens`,
+    result.notes.map((n) => el("p", { class: "muted" }, n)));
+  const parts = [el("h1", {}, heading), summary];
+  if (result.diff) parts.push(diffCard(result.diff));
+  parts.push(itemsCard(call));
+  if (!other && result.messages) {
+    parts.push(el("div", { class: "card", id: "replayed" }, el("h2", {}, "The context rebuilt now"),
+      result.messages.map((m) => el("div", { class: "msg", dataset: { role: m.role } }, el("span", { class: "role" }, m.role),
+        m.name ? el("span", { class: "muted" }, ` (${m.name})`) : "",
+        el("pre", { class: "block" }, typeof m.content === "string" ? m.content : JSON.stringify(m.content))))));
+  }
+  main().replaceChildren(...parts);
+}
+
+function diffCard(diff) {
+  const side = (i) => (i === null ? "–" : i.included ? `${i.section} #${i.rank}` : `out (${i.reason})`);
+  return el("div", { class: "card", id: "diff" }, el("h2", {}, `What differs (${diff.items.length} items)`),
+    el("p", { class: "muted" }, `tokens ${diff.tokens.a} → ${diff.tokens.b}`),
+    Object.entries(diff.settings).filter(([name]) => name !== "explicit").map(([name, v]) =>
+      el("p", { class: "setting" }, `setting ${name}: ${JSON.stringify(v.a)} → ${JSON.stringify(v.b)}`)),
+    diff.items.length ? el("table", { id: "diff-table" },
+      el("tr", {}, ["change", "item", "before", "after", "why"].map((h) => el("th", {}, h))),
+      diff.items.map((c) => el("tr", { dataset: { change: c.change, id: c.id } }, el("td", {}, c.change), el("td", {}, `${c.kind} ${c.id}`),
+        el("td", {}, side(c.a)), el("td", {}, side(c.b)), el("td", {}, c.why ?? "")))) : "",
+    diff.notes.map((n) => el("p", { class: "muted" }, n)));
+}
+
+function itemsCard(call) {
+  const shown = (value) => (value === undefined || value === null ? "–" : String(value));
+  return el("div", { class: "card", id: "call-items" }, el("h2", {}, "What the context held"),
+    el("table", {}, el("tr", {}, ["section", "item", "rank", "tokens", "score", "version", "in or why not"].map((h) => el("th", {}, h))),
+      call.items.map((i) => el("tr", { class: i.included ? "" : "excluded" }, el("td", {}, i.section), el("td", {}, `${i.kind} ${i.id}`),
+        el("td", { class: "num" }, i.rank), el("td", { class: "num" }, i.included ? i.tokens : "–"), el("td", { class: "num" }, shown(i.score)),
+        el("td", {}, shown(i.version)), el("td", {}, i.included ? "in" : el("span", { class: "reason" }, i.reason))))));
+}
+
 // -- routing --------------------------------------------------------------------------------
 
 async function route() {
@@ -403,6 +488,8 @@ async function route() {
     if (parts[0] === "scopes" && parts.length >= 2) return await scopePage(parts.slice(1).join("/"));
     if (parts[0] === "worlds" && parts.length === 2) return await worldPage(parts[1]);
     if (parts[0] === "worlds" && parts[2] === "agents" && parts.length === 4) return await agentPage(parts[1], parts[3]);
+    if (parts[0] === "worlds" && parts[2] === "agents" && parts[4] === "calls" && parts.length === 5) return await callsPage(parts[1], parts[3]);
+    if (parts[0] === "worlds" && parts[2] === "agents" && parts[4] === "calls" && parts.length === 6) return await callPage(parts[1], parts[3], parts[5]);
     if (parts[0] === "worlds" && parts[2] === "search") return await searchPage(parts[1]);
     main().replaceChildren(el("p", { class: "error" }, "No such page."), el("a", { href: "/ui/" }, "All worlds"));
   } catch (error) { fail(error); }

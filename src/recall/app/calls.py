@@ -1,0 +1,423 @@
+"""Recorded model calls: what each model call's context held (`core/calls.py`), written in the
+background, read back per agent, replayed from the store and compared.
+
+Recording is off the hot path: `record` renders the record and queues it; a writer thread
+stores queued records in batches and trims the agent's calls to the retention settings. A
+record is readable as soon as `record` returns (a read writes what is queued first).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from recall.app.context import Contexts
+from recall.app.validation import check_int
+from recall.app.worlds import Worlds
+from recall.core.calls import SOURCES, CallDiff, CallItem, CallRecord, call_items, diff, digest, now_utc
+from recall.core.context_records import Context
+from recall.errors import InvalidInputError, NotFoundError, RecallError, UnknownCallError
+from recall.settings import Settings
+from recall.store.base import Store
+from recall.store.call_log import CallRow, NewCall
+
+#: Records the writer stores per transaction, at most.
+WRITE_BATCH = 200
+#: Calls a listing returns at most.
+MAX_LIST = 500
+COPIES = ("ids", "full")
+#: The settings a replay or a comparison may set for the rebuilt context.
+OVERRIDES = ("max_tokens", "history_limit", "channel", "recalled_max_tokens")
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A recorded call rebuilt from the store: `context` what the model would get now from the
+    same trigger and the same explicit settings (None when it cannot be rebuilt: `notes` say
+    why), `now` its record, and `diff` item by item (`diff.identical`: the same bytes)."""
+
+    call: CallRecord
+    context: Context | None
+    now: CallRecord | None
+    diff: CallDiff | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        return self.diff is not None and self.diff.identical
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call": self.call.to_dict(),
+            "identical": self.identical,
+            "now": None if self.now is None else self.now.to_dict(),
+            "diff": None if self.diff is None else self.diff.to_dict(),
+            "messages": None if self.context is None else self.context.openai(),
+            "notes": list(self.notes),
+        }
+
+
+def record_of(context: Context, call_id: str, source: str, at: datetime, copies: str = "ids") -> CallRecord:
+    """The record of a context the service built (`context.params` set)."""
+    params = context.params
+    if params is None:
+        raise InvalidInputError("context", "only a context built by recall can be recorded")
+    report = context.report
+    items = call_items(report.items)
+    seen = [int(i.id) for i in items if i.kind == "message" and isinstance(i.id, int)]
+    through = max([*seen, params.trigger_id or 0], default=0)
+    settings = {**params.settings, "explicit": dict(params.explicit)}
+    return CallRecord(
+        call_id,
+        params.world_key,
+        report.agent_id,
+        report.chat_id,
+        params.trigger_id,
+        at,
+        source,
+        params.model,
+        report.encoding,
+        settings,
+        dict(report.sections),
+        report.total_tokens,
+        report.excluded,
+        tuple(items),
+        digest(context),
+        through,
+        messages=tuple(context.openai()) if copies == "full" else None,
+    )
+
+
+def pack(record: CallRecord) -> bytes:
+    return zlib.compress(json.dumps(record.body(), separators=(",", ":")).encode(), 6)
+
+
+def unpack(row: CallRow, world_id: str, with_items: bool = True) -> CallRecord:
+    return CallRecord.from_body(
+        json.loads(zlib.decompress(row.body)),
+        with_items=with_items,
+        call_id=row.id,
+        world_id=world_id,
+        agent_id=row.agent_id,
+        chat_id=row.chat_id,
+        trigger_id=row.trigger_id,
+        at=row.created_at,
+        source=row.source,
+        call_digest=row.digest,
+    )
+
+
+@dataclass
+class Pending:
+    """A call queued for the writer: its context, packed into a row when it is written (the
+    caller pays for queueing only)."""
+
+    call_id: str
+    source: str
+    at: datetime
+    context: Context
+    copies: str
+    #: Rewrites to apply to the body once packed (an erase that ran while it was queued).
+    rewrites: list[Callable[[bytes], bytes | None]] = field(default_factory=list)
+
+    def row(self) -> NewCall:
+        record = record_of(self.context, self.call_id, self.source, self.at, self.copies)
+        body = pack(record)
+        for rewrite in self.rewrites:
+            body = rewrite(body) or body
+        return NewCall(self.call_id, record.world_id, record.agent_id, record.chat_id, record.trigger_id, self.at,
+                       self.source, record.digest, body)  # fmt: skip
+
+
+class CallWriter:
+    """The thread that stores queued records, in batches, and trims each agent's calls.
+
+    A batch leaves the queue only once the writer holds `_writing` (which `paused` holds too),
+    so an erase that pauses the writer sees every record not yet stored in the queue."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self._queue: list[Pending] = []
+        #: Records each agent had written since its calls were last trimmed.
+        self._since_trim: dict[tuple[str, str], int] = {}
+        self._lock = threading.Condition()
+        self._writing = threading.Lock()
+        self._busy = 0
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def put(self, call: Pending) -> None:
+        with self._lock:
+            if not self._stopped:
+                self._queue.append(call)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="recall-call-writer", daemon=True)
+                    self._thread.start()
+                self._lock.notify_all()
+                return
+        self._write([call])  # stopped: a context built while closing is written at once
+
+    def flush(self) -> None:
+        """Return once every record queued before the call is stored."""
+        with self._lock:
+            while (self._queue or self._busy) and self._thread is not None and self._thread.is_alive():
+                self._lock.wait(timeout=1.0)
+            left, self._queue = self._queue, []
+        if left:  # no writer thread (stopped): written here
+            self._write(left)
+
+    def stop(self) -> None:
+        """Write what is queued and end the thread."""
+        with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        self.flush()
+
+    @contextmanager
+    def paused(self, rewrite: Callable[[bytes], bytes | None]) -> Iterator[None]:
+        """No batch is written meanwhile; what is queued when it ends is passed through
+        `rewrite` first (None: unchanged), as the stored records were."""
+        with self._writing:
+            yield
+            with self._lock:
+                for queued in self._queue:
+                    queued.rewrites.append(rewrite)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._stopped:
+                    self._lock.wait()
+                if not self._queue:
+                    return
+                self._busy += 1
+            try:
+                with self._writing:
+                    with self._lock:
+                        batch, self._queue = self._queue[:WRITE_BATCH], self._queue[WRITE_BATCH:]
+                    if batch:
+                        self._store(batch)
+            except RecallError:  # a store closing or busy: these records are lost, nothing else
+                pass
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._lock.notify_all()
+
+    def _write(self, batch: Sequence[Pending]) -> None:
+        with self._writing:
+            self._store(batch)
+
+    def _store(self, batch: Sequence[Pending]) -> None:
+        rows = [pending.row() for pending in batch]
+        self.store.add_calls(rows)
+        keep = self.settings.call_retention_count
+        days = self.settings.call_retention_days
+        older = now_utc() - timedelta(days=days) if days > 0 else None
+        for row in rows:
+            agent = (row.world_id, row.agent_id.lower())
+            self._since_trim[agent] = self._since_trim.get(agent, 0) + 1
+        for agent, written in list(self._since_trim.items()):
+            # Trimming walks the agent's newest `keep` calls: done once a tenth of that is new.
+            if written >= max(1, keep // 10) or older is not None:
+                self.store.trim_calls(*agent, keep=keep, older_than=older)
+                del self._since_trim[agent]
+
+
+@dataclass(frozen=True, eq=False)
+class CallLog:
+    """Records model calls, reads them back, replays and compares them."""
+
+    store: Store
+    settings: Settings
+    worlds: Worlds
+    contexts: Contexts
+    writer: CallWriter
+
+    def record(self, context: Context, source: str) -> Context:
+        """Record `context` as a model call from `source`; the context with its `call_id` (as
+        given when recording is off: `call_retention_count` 0)."""
+        if source not in SOURCES:
+            raise InvalidInputError("source", f"must be one of {', '.join(SOURCES)}, got {source!r}")
+        if context.params is None:
+            raise InvalidInputError("context", "only a context built by recall can be recorded")
+        if self.settings.call_retention_count <= 0:
+            return context
+        copies = self.settings.call_copies
+        if copies not in COPIES:
+            raise InvalidInputError("call_copies", f"must be one of {', '.join(COPIES)}, got {copies!r}")
+        call_id = "c_" + uuid.uuid4().hex[:20]
+        self.writer.put(Pending(call_id, source, now_utc(), context, copies))
+        return replace(context, call_id=call_id)
+
+    def get(self, world_id: str, agent_id: str, call_id: str) -> CallRecord:
+        world = self.worlds.get_world(world_id)
+        agent = self.worlds.get_agent(world.key, agent_id)
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidInputError("call_id", "must be the id of a recorded call (c_…)")
+        self.writer.flush()
+        row = self.store.get_call(world.key, agent.id, call_id)
+        if row is None:
+            raise UnknownCallError(call_id, agent.id)
+        return unpack(row, world.key)
+
+    def list(
+        self, world_id: str, agent_id: str, *, before: datetime | None = None, limit: int = 50
+    ) -> list[CallRecord]:
+        """The agent's recorded calls, newest first, without their items (`counts` says how
+        many; `get` reads one whole)."""
+        world = self.worlds.get_world(world_id)
+        agent = self.worlds.get_agent(world.key, agent_id)
+        check_int("limit", limit, 1, MAX_LIST)
+        self.writer.flush()
+        return [
+            unpack(row, world.key) for row in self.store.list_calls(world.key, agent.id, before=before, limit=limit)
+        ]
+
+    def replay(self, world_id: str, agent_id: str, call_id: str) -> Replay:
+        """Rebuild a recorded call's context from the store (same trigger, same explicit
+        settings), and say whether the bytes are the same and, item by item, what changed."""
+        call = self.get(world_id, agent_id, call_id)
+        return self._rebuilt(world_id, call, dict(call.settings.get("explicit", {})))
+
+    def compare(self, world_id: str, agent_id: str, call_id: str, other: str | None = None, **overrides: Any) -> Replay:
+        """Call `call_id` beside another recorded call (`other`), or beside its own context
+        rebuilt now with `overrides` (settings of `OVERRIDES`): what the settings change does."""
+        call = self.get(world_id, agent_id, call_id)
+        unknown = sorted(set(overrides) - set(OVERRIDES))
+        if unknown:
+            raise InvalidInputError(unknown[0], f"is not a setting a comparison takes ({', '.join(OVERRIDES)})")
+        if other is not None:
+            if overrides:
+                raise InvalidInputError("other", "compares two recorded calls as they were: give no settings with it")
+            second = self.get(world_id, agent_id, other)
+            return Replay(call, None, second, diff(call, second, self._explain(call, second)))
+        explicit = {**dict(call.settings.get("explicit", {})), **{k: v for k, v in overrides.items() if v is not None}}
+        return self._rebuilt(world_id, call, explicit)
+
+    def _rebuilt(self, world_id: str, call: CallRecord, explicit: Mapping[str, Any]) -> Replay:
+        if call.trigger_id is not None and self.store.get_message(call.world_id, call.trigger_id) is None:
+            why = "the message it answered was deleted or erased since"
+            return Replay(call, None, None, None, (f"the call cannot be rebuilt: {why}", *_erased_note(call)))
+        try:
+            context = self.contexts.build_context(
+                world_id, call.agent_id, call.chat_id, message_id=call.trigger_id, **explicit
+            )
+        except NotFoundError as exc:
+            return Replay(call, None, None, None, (f"the call cannot be rebuilt: {exc}",))
+        now = record_of(context, call.id, call.source, now_utc())
+        notes: tuple[str, ...] = ()
+        blocks = call.settings.get("caller_blocks") or []
+        if blocks or call.settings.get("observation"):
+            notes = (
+                "the call had blocks its caller gave"
+                + (f" ({', '.join(blocks)})" if blocks else "")
+                + (" and an observation" if call.settings.get("observation") else "")
+                + "; they are not stored, so the rebuilt context lacks them",
+            )
+        return Replay(call, context, now, diff(call, now, self._explain(call, now)), notes)
+
+    def _explain(self, a: CallRecord, b: CallRecord) -> dict[tuple[str, int | str | None], str]:
+        """What the store says of each item that is in one context and not the other, or whose
+        text changed: deleted since, edited since, added since."""
+        out: dict[tuple[str, int | str | None], str] = {}
+        before = {i.key: i for i in a.items}
+        after = {i.key: i for i in b.items}
+        messages = [i.id for i in a.items if i.kind == "message" and isinstance(i.id, int) and i.included]
+        present = self.store.messages_among(a.world_id, [int(m) for m in messages]) if messages else {}
+        tenant = self.worlds.get_world(a.world_id).tenant
+        for key, item in before.items():
+            kind, item_id = key
+            if kind == "message" and item.included and item_id not in present:
+                out[key] = "deleted since the call"
+            elif kind == "fact" and isinstance(item_id, int):
+                scope = str(item.scores.get("scope", ""))
+                fact = self.store.get_fact(tenant, scope, item_id)
+                if fact is None:
+                    out[key] = "deleted since the call"
+                elif key in after and after[key].version != item.version:
+                    out[key] = "edited since the call"
+            elif kind == "memory" and isinstance(item_id, int):
+                if self.store.get_memory(a.world_id, item_id) is None:
+                    out[key] = "deleted (or expired) since the call"
+                elif key in after and after[key].version != item.version:
+                    out[key] = "edited since the call"
+        for key, item in after.items():
+            if key not in before and item.included and item.kind in ("fact", "memory"):
+                out[key] = f"a {item.kind} the call's context did not list (added, or ranked in, since)"
+        changed = _changed_settings(a, b)
+        for key in set(before) | set(after):
+            if key not in out and changed:
+                out[key] = "settings changed: " + ", ".join(changed)
+        return out
+
+    def erasing(self) -> _Erasure:
+        """For an erase: `with log.erasing() as erasure:` around the erase's transaction, and
+        `erasure.forget(db, world_key, ids)` inside it takes the erased messages out of every
+        stored record of the world and, when it ends, out of the records still queued."""
+        self.writer.flush()
+        return _Erasure(self)
+
+
+class _Erasure:
+    def __init__(self, log: CallLog) -> None:
+        self.log = log
+        self.gone: set[int] = set()
+        self._paused: AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> _Erasure:
+        self._paused = self.log.writer.paused(self.rewrite)
+        self._paused.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self._paused is not None
+        self._paused.__exit__(*exc)
+
+    def forget(self, db: Any, world_key: str, message_ids: Iterable[int]) -> int:
+        """Inside the erase's transaction: take these messages out of every record of the world;
+        how many records changed."""
+        self.gone |= {int(i) for i in message_ids}
+        return self.log.store.rewrite_calls(db, world_key, self.rewrite) if self.gone else 0
+
+    def rewrite(self, body: bytes) -> bytes | None:
+        """A record's body without the erased messages (None: it quoted none of them)."""
+        gone = self.gone
+        if not gone:
+            return None
+        data = json.loads(zlib.decompress(body))
+        items = [CallItem.from_list(row) for row in data["items"]]
+        kept = [i for i in items if not (i.kind == "message" and i.id in gone)]
+        if len(kept) == len(items):
+            return None
+        data["items"] = [i.to_list() for i in kept]
+        inside = sum(1 for i in kept if i.included)
+        data["counts"] = [inside, len(kept) - inside]
+        data["erased"] = int(data.get("erased", 0)) + len(items) - len(kept)
+        data.pop("messages", None)  # a full copy quoted them
+        return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
+
+
+def _erased_note(call: CallRecord) -> tuple[str, ...]:
+    if not call.erased:
+        return ()
+    return (f"{call.erased} item(s) of the call quoted a person erased since: their ids are gone from the record",)
+
+
+def _changed_settings(a: CallRecord, b: CallRecord) -> list[str]:
+    return [
+        f"{name} {a.settings.get(name)!r} → {b.settings.get(name)!r}"
+        for name in sorted({*a.settings, *b.settings} - {"explicit"})
+        if a.settings.get(name) != b.settings.get(name)
+    ]

@@ -1,0 +1,49 @@
+"""Recorded model calls of an agent: listed newest first, read, replayed from the store and
+compared (docs/context.md, "What the model saw"). An agent's key reads only its own calls."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from recall.server import schemas
+from recall.server.deps import ActingAgent, state_of
+
+router = APIRouter(tags=["calls"])
+
+CallId = Annotated[str, "the id of a recorded call, c_…"]
+
+
+@router.get("/v1/worlds/{world}/agents/{agent}/calls", summary="The agent's recorded model calls")
+def list_calls(
+    request: Request,
+    acting: ActingAgent,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    before: Annotated[datetime | None, Query(description="only calls made before this time")] = None,
+) -> dict[str, Any]:
+    """Newest first; each with its items (ids, versions, scores, reasons), not its text."""
+    calls = state_of(request).service.calls.list(acting.key, acting.agent, before=before, limit=limit)
+    return {"calls": [call.to_dict() for call in calls]}
+
+
+@router.get("/v1/worlds/{world}/agents/{agent}/calls/{call_id}", summary="One recorded model call")
+def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
+    return state_of(request).service.calls.get(acting.key, acting.agent, call_id).to_dict()
+
+
+@router.get("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay", summary="Rebuild a call from the store")
+def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
+    """The call's context rebuilt now (same trigger, same explicit settings): `identical` when
+    the model would get the same bytes, else `diff` item by item with what the store says of
+    each (deleted, edited, settings changed)."""
+    return state_of(request).service.calls.replay(acting.key, acting.agent, call_id).to_dict()
+
+
+@router.post("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/compare", summary="Compare a call")
+def compare_call(request: Request, acting: ActingAgent, call_id: str, body: schemas.CompareIn) -> dict[str, Any]:
+    """The call beside another recorded call (`other`), or beside its context rebuilt now with
+    the settings given: what a settings change does to the context."""
+    settings = body.model_dump(exclude={"other"}, exclude_none=True)
+    return state_of(request).service.calls.compare(acting.key, acting.agent, call_id, body.other, **settings).to_dict()

@@ -1,0 +1,149 @@
+"""Recorded model calls (`model_calls`): rows the service writes in batches off the hot path,
+read by id or newest first per agent, trimmed by age and count; the same SQL on SQLite and
+PostgreSQL. The body is the service's (`core/calls.py`, compressed): the store never reads it,
+except to hand it to a rewrite inside an erase's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from recall.store.rows import chat_id_of, chat_key, dt, ts
+from recall.store.sql_writes import SQLWrites
+
+CALL_COLUMNS = "c.id, p.id, c.chat_id, c.trigger_id, c.created_at, c.source, c.digest, c.body"
+_FROM = "model_calls c JOIN participants p ON p.key = c.agent_key"
+
+
+class CallRow(NamedTuple):
+    """One recorded call as stored: `agent_id` the agent's id, `chat_id` None for the default
+    chat, `body` the service's compressed record."""
+
+    id: str
+    agent_id: str
+    chat_id: str | None
+    trigger_id: int | None
+    created_at: datetime
+    source: str
+    digest: str
+    body: bytes
+
+
+class NewCall(NamedTuple):
+    id: str
+    world_id: str
+    agent_id: str
+    chat_id: str | None
+    trigger_id: int | None
+    created_at: datetime
+    source: str
+    digest: str
+    body: bytes
+
+
+def _row(row: Sequence[Any]) -> CallRow:
+    return CallRow(
+        str(row[0]), str(row[1]), chat_id_of(str(row[2])), None if row[3] is None else int(row[3]), dt(row[4]),
+        str(row[5]), str(row[6]), bytes(row[7]),
+    )  # fmt: skip
+
+
+class SQLCalls(SQLWrites):
+    """Recorded model calls, shared by both stores."""
+
+    def add_calls(self, calls: Sequence[NewCall]) -> int:
+        """Store these calls in one transaction; those of an agent deleted meanwhile are left
+        out. How many were stored."""
+        stored = 0
+        with self._write() as db:
+            for call in calls:
+                key = self._execute(
+                    db,
+                    "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent'",
+                    (call.world_id, call.agent_id),
+                ).fetchone()
+                if key is None:
+                    continue
+                self._execute(
+                    db,
+                    "INSERT INTO model_calls (id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest,"
+                    " body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (call.id, call.world_id, int(key[0]), chat_key(call.chat_id), call.trigger_id, ts(call.created_at),
+                     call.source, call.digest, self._blob(call.body)),
+                )  # fmt: skip
+                stored += 1
+        return stored
+
+    def _blob(self, data: bytes) -> Any:
+        """`data` as the database's driver takes a binary value."""
+        return data
+
+    def get_call(self, world_id: str, agent_id: str, call_id: str) -> CallRow | None:
+        rows = self._read(
+            f"SELECT {CALL_COLUMNS} FROM {_FROM} WHERE c.id = ? AND c.world_id = ? AND lower(p.id) = lower(?)",
+            (call_id, world_id, agent_id),
+        )
+        return _row(rows[0]) if rows else None
+
+    def list_calls(
+        self, world_id: str, agent_id: str, *, before: datetime | None = None, limit: int = 50
+    ) -> list[CallRow]:
+        """The agent's calls, newest first (before `before`, when given)."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return []
+        until = "" if before is None else " AND c.created_at < ?"
+        params: tuple[Any, ...] = (key,) if before is None else (key, ts(before))
+        return [
+            _row(r)
+            for r in self._read(
+                f"SELECT {CALL_COLUMNS} FROM {_FROM} WHERE c.agent_key = ?{until}"
+                " ORDER BY c.created_at DESC, c.id DESC LIMIT ?",
+                (*params, limit),
+            )
+        ]
+
+    def trim_calls(self, world_id: str, agent_id: str, *, keep: int, older_than: datetime | None) -> int:
+        """Delete the agent's calls beyond its newest `keep` and those made before `older_than`;
+        how many went."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return 0
+        with self._write() as db:
+            gone = 0
+            if older_than is not None:
+                gone += int(
+                    self._execute(
+                        db, "DELETE FROM model_calls WHERE agent_key = ? AND created_at < ?", (key, ts(older_than))
+                    ).rowcount
+                )
+            cut = self._execute(
+                db,
+                "SELECT created_at, id FROM model_calls WHERE agent_key = ? ORDER BY created_at DESC, id DESC"
+                " LIMIT 1 OFFSET ?",
+                (key, keep),
+            ).fetchone()
+            if cut is not None:  # the newest call past `keep`, and every older one
+                gone += int(
+                    self._execute(
+                        db,
+                        "DELETE FROM model_calls WHERE agent_key = ? AND (created_at < ? OR (created_at = ? AND id <= ?))",
+                        (key, cut[0], cut[0], cut[1]),
+                    ).rowcount
+                )
+        return gone
+
+    def rewrite_calls(self, db: Any, world_id: str, rewrite: Callable[[bytes], bytes | None]) -> int:
+        """Inside the open transaction `db`: pass each body of the world's calls to `rewrite`
+        and store what it returns instead (None: unchanged); how many changed. For an erase,
+        which must leave no id of the erased person in them."""
+        changed = 0
+        rows = self._execute(db, "SELECT id, body FROM model_calls WHERE world_id = ?", (world_id,)).fetchall()
+        for call_id, body in rows:
+            new = rewrite(bytes(body))
+            if new is not None:
+                self._execute(db, "UPDATE model_calls SET body = ? WHERE id = ?", (self._blob(new), call_id))
+                changed += 1
+        return changed
