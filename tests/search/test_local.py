@@ -363,3 +363,25 @@ def test_the_best_scores_are_picked_exactly_with_ties_in_row_order() -> None:
     scores[np.arange(15) * 20] = 10.0
     expected = np.sort(np.lexsort((np.arange(16_000), -scores))[:100])
     assert np.array_equal(local_module.best_positions(scores, 100), expected)
+
+
+def test_frequent_terms_scored_from_dense_rows_score_exactly_as_their_postings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A term held by many rows is added up as a dense row of weights: the same float32 sums,
+    # in the same order, as the scattered add, with rows added and deleted between searches.
+    rng = np.random.default_rng(11)
+    vocabulary = ["parcel", "invoice", "refund", "courier", "kettle", "lyon", "tea", "order"]
+    rows = [
+        replace(row, text=" ".join(rng.choice(vocabulary, int(rng.integers(1, 12)))), context="")
+        for row in _rows(rng, 600)
+    ]
+    index = LocalIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows[:400]], synced=1)
+
+    def scored(share: int) -> list[list[tuple[int, float]]]:
+        monkeypatch.setattr(local_module, "DENSE_SHARE", share)
+        return [index.keyword(list(query), f, 50) for query in (vocabulary[:3], vocabulary) for f in FILTERS[:3]]
+
+    for step in range(3):
+        assert scored(10**9) == scored(1)  # every term dense, then none
+        index.apply([(r.item_id, r) for r in rows[400 + 100 * step : 500 + 100 * step]], synced=2 + step)
+        index.apply([(int(i), None) for i in rng.choice(np.arange(1, 400), 20, replace=False)], synced=2 + step)
