@@ -178,3 +178,23 @@ def test_cli_records_lists_replays_and_diffs(tmp_path: Path) -> None:
     assert "not the same bytes" in diffed and "setting history_limit: 25 → 1" in diffed and "removed" in diffed
     missing = runner.invoke(app, ["--db", str(db), "calls", "show", "shop", "desk", "c_none"])
     assert missing.exit_code == 1 and "unknown call 'c_none'" in missing.output
+
+
+def test_a_replay_says_the_search_index_moved_a_recalled_passages_scores(tmp_path: Path) -> None:
+    # On SQLite, where BM25 weighs a word by its rarity in the index (PostgreSQL's ts_rank does
+    # not, so later posts leave its scores as they were); the explanation is the service's.
+    with Recall(tmp_path / "rarity.db", Settings(index_interval=0)) as mem:
+        world = shop(mem)
+        for i in range(4):
+            world.post("maria", f"My parcel {i} to Lyon never arrived, the courier said tuesday", chat=f"old-{i}")
+        trigger = world.post("maria", "@desk where is my parcel to Lyon?", chat="t1")
+        desk = world.agent("desk")
+        ctx = desk.context("t1", message=trigger, record=True)
+        assert ctx.call_id is not None
+        for i in range(20):  # posted after the call: never in its replay, but "parcel" grows common
+            world.post("bob", f"parcel parcel news {i}", chat="other")
+        replay = desk.replay(ctx.call_id)
+    assert replay.diff is not None
+    recalled = [c for c in replay.diff.items if c.a is not None and c.a.section == "recalled"]
+    assert recalled and all(c.change == "rescored" for c in recalled)
+    assert all(c.why is not None and "search index changed since the call" in c.why for c in recalled)

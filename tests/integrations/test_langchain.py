@@ -284,3 +284,18 @@ def test_a_session_id_that_is_not_a_chat_id_gets_one(mem: Recall, world: World) 
     assert h.chat is not None and h.chat.startswith("s-")
     assert [m.content for m in world.messages(h.chat)] == ["hi"]
     assert [m.content for m in history(mem, world, chat="maria@example.com / 2025-05-08").messages] == ["hi"]
+
+
+def test_each_read_is_recorded_as_the_agents_model_call(mem: Recall, world: World) -> None:
+    parcel = world.post("maria", "My parcel number is 4711 and it never arrived.", chat="t9")
+    h = history(mem, world)
+    h.add_user_message("@agent-a what was my parcel number again?")
+    first = h.messages[0]
+    (call,) = world.agent("agent-a").calls()
+    assert (call.source, call.chat_id) == ("langchain", "t1")
+    recalled = [i.id for i in world.agent("agent-a").call(call.id).items if i.section == "recalled" and i.included]
+    assert recalled == [parcel.id] and "4711" in str(first.content)
+    assert world.agent("agent-a").replay(call.id).identical
+    quiet = RecallChatMessageHistory(mem, world=world, agent="agent-a", human="maria", chat="t1", record=False)
+    assert quiet.messages[0] == first
+    assert len(world.agent("agent-a").calls()) == 1

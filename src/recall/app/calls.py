@@ -23,6 +23,7 @@ from recall.app.validation import check_int
 from recall.app.worlds import Worlds
 from recall.core.calls import SOURCES, CallDiff, CallItem, CallRecord, call_items, diff, digest, now_utc
 from recall.core.context_records import Context
+from recall.core.recalled import SECTION as RECALLED
 from recall.errors import InvalidInputError, NotFoundError, RecallError, UnknownCallError
 from recall.settings import Settings
 from recall.store.base import Store
@@ -358,8 +359,12 @@ class CallLog:
                 out[key] = f"a {item.kind} the call's context did not list (added, or ranked in, since)"
         changed = _changed_settings(a, b)
         for key in set(before) | set(after):
-            if key not in out and changed:
+            if key in out:
+                continue
+            if changed:
                 out[key] = "settings changed: " + ", ".join(changed)
+            elif key[0] == "message" and RECALLED in {i.section for i in (before.get(key), after.get(key)) if i}:
+                out[key] = _searched_anew(before.get(key), after.get(key))
         return out
 
     def erasing(self) -> _Erasure:
@@ -413,6 +418,15 @@ def _erased_note(call: CallRecord) -> tuple[str, ...]:
     if not call.erased:
         return ()
     return (f"{call.erased} item(s) of the call quoted a person erased since: their ids are gone from the record",)
+
+
+def _searched_anew(a: CallItem | None, b: CallItem | None) -> str:
+    """Why a recalled passage scored otherwise with the same settings and the same trigger: a
+    message never changes, so the search did (its words' rarity moves with every message indexed
+    or deleted, and a vector joins once the message is embedded)."""
+    if b is not None and "similarity" in b.scores and (a is None or "similarity" not in a.scores):
+        return "embedded since the call: its meaning now counts beside its words"
+    return "the search index changed since the call (messages indexed, embedded or deleted since move its scores)"
 
 
 def _changed_settings(a: CallRecord, b: CallRecord) -> list[str]:

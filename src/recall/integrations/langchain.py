@@ -113,7 +113,9 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
     creates what is missing. `chat`: the chat (any string, e.g. LangChain's session id; None is
     the world's default chat). `window`: show only the newest `window` messages, from the first
     human message among them (None, the default: the whole chat). `recalled`: put the recalled
-    past first, as a `SystemMessage` (see the module's notes).
+    past first, as a `SystemMessage` (see the module's notes). `record`: record the context that
+    recalled past comes from as a model call of the agent (source `langchain`: LangChain reads
+    the history to prompt its model), so `agent.calls()` and `agent.replay(...)` show it.
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         chat: str | None = None,
         window: int | None = None,
         recalled: bool = True,
+        record: bool = True,
         create: bool = False,
     ) -> None:
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
@@ -139,6 +142,7 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         self.chat = None if chat is None or chat == "" else chat_id_for(chat)
         self.window = window
         self.recalled = recalled
+        self.record = record
         self._hidden = HiddenMessages(self.agent, note_key("langchain", self.chat or "(default chat)"))
 
     def __repr__(self) -> str:
@@ -189,6 +193,8 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         if shown > MAX_HISTORY_LIMIT:
             return None
         context = self.agent.context(self.chat, history_limit=shown, max_tokens=_UNBOUNDED)
+        if self.record:
+            context = self.mem.service.calls.record(context, "langchain")
         block = next((m for m in context.messages if m.section == RECALLED), None)
         return SystemMessage(block.content) if block is not None else None
 
