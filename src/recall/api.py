@@ -460,6 +460,11 @@ class Agent:
         """One recorded model call (UnknownCallError, a NotFoundError, when there is none)."""
         return self.service.calls.get(self._world, self.id, call_id)
 
+    def call_outcome(self, call_id: str, error: str | None = None) -> CallRecord:
+        """Record what came of a recorded call: the model answered (no `error`) or failed
+        (`error` says how). The calls list and the inspector show it; a runner reports each."""
+        return self.service.calls.report_outcome(self._world, self.id, call_id, error)
+
     def replay(self, call_id: str) -> Replay:
         """Rebuild a recorded call's context from the store: `identical` when the model would
         get the same bytes today, else `diff` says item by item what changed and why."""
@@ -579,6 +584,7 @@ class Agent:
     acontext = off_loop(context)
     acalls = off_loop(calls)
     acall = off_loop(call)
+    acall_outcome = off_loop(call_outcome)
     areplay = off_loop(replay)
     acompare = off_loop(compare)
     ainbox = off_loop(inbox)

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from recall import Recall, Settings, World
@@ -214,3 +215,46 @@ def test_imported_messages_through_the_service_arrive_read(world: World) -> None
     world.import_messages([PostRequest("maria", "@helper hi", created_at="2024-01-01T10:00:00Z")])
     world.post("maria", "@helper live")  # a post is not history: it waits to be answered
     assert [m.content for m in world.agent("helper").inbox()] == ["@helper live"]
+
+
+def test_each_call_records_whether_the_model_answered_or_failed(world: World, model_server: ModelServer) -> None:
+    """The outage is on the agent's recorded call (the calls list, the inspector), not in the world."""
+    helper = helper_runner(world, model_server, notice=None)
+    model_server.responder = lambda path, body: 503
+    world.post("maria", "@helper are you there?")
+    helper.step()
+    model_server.responder = None
+    model_server.script("Yes, here.")
+    world.post("maria", "@helper now?")
+    helper.step()
+    answered, failed = world.agent("helper").calls()  # newest first
+    assert (answered.outcome, answered.error) == ("answered", None)
+    assert failed.outcome == "failed" and failed.error is not None and "503" in failed.error
+    assert [m.sender for m in world.messages(all_chats=True)] == ["maria", "maria", "helper"]
+
+
+def test_a_runner_over_http_reports_the_outage_to_the_servers_calls_and_metrics(
+    tmp_path: Path, model_server: ModelServer
+) -> None:
+    from recall.runner.backend import HttpBackend
+
+    live = start_server(tmp_path / "o.db", ServerConfig(rate_limit=0), SETTINGS)
+    try:
+        world = live.mem.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("helper")
+        backend = HttpBackend(live.url, "w", "helper")
+        model = OpenAICompatibleModel("test-model", base_url=model_server.openai_url, max_retries=0)
+        runner = AgentRunner(backend, model)
+        model_server.responder = lambda path, body: 503
+        world.post("maria", "@helper hello?")
+        assert runner.step() == 0
+        (call,) = world.agent("helper").calls()
+        assert (call.source, call.outcome) == ("rest", "failed") and "503" in (call.error or "")
+        metrics = httpx.get(f"{live.url}/metrics").text
+        assert "recall_model_call_failures_total 1" in metrics
+        assert "recall_model_calls_answered_total 0" in metrics
+        assert [m.sender for m in world.messages()] == ["maria"]
+        backend.close()
+    finally:
+        stop_server(live)

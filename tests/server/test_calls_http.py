@@ -89,3 +89,21 @@ async def test_mcp_context_records_a_call(tmp_path: Path) -> None:
         assert "call_id" not in plain
         call = mem.world("w").agent("agent-a").call(built["call_id"])
         assert call.source == "mcp" and mem.world("w").agent("agent-a").replay(call.id).identical
+
+
+def test_an_outcome_is_reported_on_the_agents_own_calls_only(secured: LiveServer) -> None:
+    with secured.client("acme-a") as a, secured.client("acme-b") as b:
+        call_id = a.post("/v1/worlds/w/agents/agent-a/context", json={"record": True}).json()["call_id"]
+        url = f"/v1/worlds/w/agents/agent-a/calls/{call_id}/outcome"
+        assert b.post(url, json={"error": "down"}).status_code == 403
+        assert b.post(f"/v1/worlds/w/agents/agent-b/calls/{call_id}/outcome", json={}).status_code == 404
+        empty = a.post(url, json={"error": ""})
+        assert empty.status_code == 422 and "error" in empty.text
+        assert a.post(url, json={"error": "x" * 2001}).status_code == 422
+        assert a.get(f"/v1/worlds/w/agents/agent-a/calls/{call_id}").json()["outcome"] is None  # nothing changed
+        failed = a.post(url, json={"error": "the model server timed out"}).json()
+        assert failed == {"id": call_id, "outcome": "failed", "error": "the model server timed out"}
+        answered = a.post(url, json={}).json()  # reported again: the last report stands
+        assert (answered["outcome"], answered["error"]) == ("answered", None)
+        listed = a.get("/v1/worlds/w/agents/agent-a/calls").json()["calls"]
+        assert [(c["id"], c["outcome"]) for c in listed] == [(call_id, "answered")]

@@ -260,11 +260,18 @@ def test_model_calls_timeline_replay_and_compare(live: LiveServer, page: Page) -
     first = billing.context(record=True)
     shallow = billing.context(history_limit=1, record=True)
     assert first.call_id and shallow.call_id
+    billing.call_outcome(first.call_id)
+    billing.call_outcome(shallow.call_id, error="model server at http://127.0.0.1:9 refused the connection")
     page.goto(f"{live.url}/ui/worlds/support/agents/billing")
     page.locator("#calls-link").click()
     rows = page.locator("#calls-table tr[data-id]")
     expect(rows).to_have_count(2)
     expect(rows.first).to_have_attribute("data-id", shallow.call_id)  # newest first
+    # An outage stands out in the timeline (and never reached the world's conversation).
+    expect(rows.first.locator(".outcome")).to_have_text(
+        "model failed: model server at http://127.0.0.1:9 refused the connection"
+    )
+    expect(rows.nth(1).locator(".outcome")).to_have_text("answered")
 
     # Open the first: rebuilt from the store, the same bytes.
     page.locator(f'#calls-table tr[data-id="{first.call_id}"] a').click()

@@ -21,7 +21,18 @@ from typing import Any
 from recall.app.context import Contexts
 from recall.app.validation import check_int
 from recall.app.worlds import Worlds
-from recall.core.calls import SOURCES, CallDiff, CallItem, CallRecord, call_items, diff, digest, now_utc
+from recall.core.calls import (
+    MAX_ERROR_CHARS,
+    OUTCOMES,
+    SOURCES,
+    CallDiff,
+    CallItem,
+    CallRecord,
+    call_items,
+    diff,
+    digest,
+    now_utc,
+)
 from recall.core.context_records import Context
 from recall.core.recalled import SECTION as RECALLED
 from recall.errors import InvalidInputError, NotFoundError, RecallError, UnknownCallError
@@ -101,7 +112,7 @@ def pack(record: CallRecord) -> bytes:
 
 
 def unpack(row: CallRow, world_id: str, with_items: bool = True) -> CallRecord:
-    return CallRecord.from_body(
+    record = CallRecord.from_body(
         json.loads(zlib.decompress(row.body)),
         with_items=with_items,
         call_id=row.id,
@@ -113,6 +124,7 @@ def unpack(row: CallRow, world_id: str, with_items: bool = True) -> CallRecord:
         source=row.source,
         call_digest=row.digest,
     )
+    return replace(record, outcome=row.outcome, error=row.error)
 
 
 @dataclass
@@ -285,6 +297,22 @@ class CallLog:
         return [
             unpack(row, world.key) for row in self.store.list_calls(world.key, agent.id, before=before, limit=limit)
         ]
+
+    def report_outcome(self, world_id: str, agent_id: str, call_id: str, error: str | None = None) -> CallRecord:
+        """Record what came of one of the agent's calls: the model answered (`error` None) or
+        failed (`error` says how; cut to MAX_ERROR_CHARS). Reported again, the last report
+        stands. The call with its outcome."""
+        world = self.worlds.get_world(world_id)
+        agent = self.worlds.get_agent(world.key, agent_id)
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidInputError("call_id", "must be the id of a recorded call (c_…)")
+        if error is not None and (not isinstance(error, str) or not error.strip()):
+            raise InvalidInputError("error", "must say how the call failed (a non-empty text), or be None")
+        outcome, detail = (OUTCOMES[0], None) if error is None else (OUTCOMES[1], error.strip()[:MAX_ERROR_CHARS])
+        self.writer.flush()  # a call still queued is stored first
+        if not self.store.set_call_outcome(world.key, agent.id, call_id, outcome, detail):
+            raise UnknownCallError(call_id, agent.id)
+        return self.get(world_id, agent_id, call_id)
 
     def replay(self, world_id: str, agent_id: str, call_id: str) -> Replay:
         """Rebuild a recorded call's context from the store (same trigger, same explicit

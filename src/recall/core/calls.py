@@ -34,6 +34,10 @@ MAX_LISTED_OUT = 20
 
 #: Where calls come from.
 SOURCES = ("python", "runner", "rest", "mcp", "inbox", "langchain")
+#: What a caller may report of a call.
+OUTCOMES = ("answered", "failed")
+#: The longest error a reported outcome keeps (a model server's message, cut).
+MAX_ERROR_CHARS = 2_000
 
 
 def rendered_bytes(context: Context) -> bytes:
@@ -121,6 +125,10 @@ class CallRecord:
     messages: tuple[Mapping[str, Any], ...] | None = None
     #: Items in the context and left out; set when `items` was not read (a listing).
     counted: tuple[int, int] | None = None
+    #: What came of the call, as its caller reported it: None (nothing reported), "answered" or
+    #: "failed" (then `error` says how: the runner reports a model server that did not answer).
+    outcome: str | None = None
+    error: str | None = None
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -211,6 +219,8 @@ class CallRecord:
             "digest": self.digest,
             "through": self.through,
             "erased": self.erased,
+            "outcome": self.outcome,
+            "error": self.error,
         }
         if self.counted is None:
             out["items"] = [item.to_dict() for item in self.items]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall.core.models import Message
-from recall.errors import ModelError
+from recall.errors import ModelError, RecallError
 from recall.llm.base import AgentModel, Tool, ToolCall
-from recall.runner.backend import RunnerBackend
+from recall.runner.backend import Prompt, RunnerBackend
 from recall.runner.replies import process_reply
 
 logger = logging.getLogger("recall.runner")
@@ -136,7 +136,8 @@ class AgentRunner:
     # -- one answer ---------------------------------------------------------------------------
 
     def _answer(self, message: Message) -> int:
-        conversation = self.backend.context(message)
+        prompt = self.backend.context(message)
+        conversation = prompt.messages
         tools = [t.tool for t in self.tools.values()]
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             self.backend.record_llm_call()
@@ -145,11 +146,13 @@ class AgentRunner:
                 offered = tools if round_number < MAX_TOOL_ROUNDS else []
                 reply = self.model.chat(conversation, tools=offered, max_tokens=self.max_tokens)
             except ModelError as e:
+                self._outcome(prompt, str(e))
                 return self._model_failed(message, e)
             self._apologised.clear()  # the model answers again
             if reply.tool_calls and self.tools:
                 conversation += self._run_tools(message, reply.text, reply.tool_calls)
                 continue
+            self._outcome(prompt, None)
             processed = process_reply(self.agent_id, reply.text, message)
             posted = 0
             if processed.post:
@@ -160,6 +163,16 @@ class AgentRunner:
                 self.backend.extract(message.chat_id)
             return posted
         return 0  # not reached: the last round offers no tools
+
+    def _outcome(self, prompt: Prompt, error: str | None) -> None:
+        """Record on the call what came of it (the calls list, the inspector and /metrics show
+        an outage there); a failure to record it is logged, never the runner's end."""
+        if prompt.call_id is None:
+            return
+        try:
+            self.backend.call_outcome(prompt.call_id, error)
+        except RecallError as e:
+            logger.warning("agent %s: could not record the outcome of call %s: %s", self.agent_id, prompt.call_id, e)
 
     def _model_failed(self, message: Message, error: ModelError) -> int:
         """Log and count a failed model call; post the outage notice, if the runner has one, in

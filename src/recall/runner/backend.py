@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import httpx
 
@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 
 #: Reserved sender tool results are posted as (they belong to the calling agent's history).
 TOOL_SENDER = "system"
+
+
+class Prompt(NamedTuple):
+    """What the runner sends its model for one message: the OpenAI-format messages, and the id
+    of the model call they were recorded as (None when recall records no calls)."""
+
+    messages: list[dict[str, Any]]
+    call_id: str | None
 
 
 class RunnerBackend(Protocol):
@@ -36,8 +44,13 @@ class RunnerBackend(Protocol):
 
     def decide(self, message: Message) -> Decision: ...
 
-    def context(self, message: Message) -> list[dict[str, Any]]:
-        """The OpenAI-format messages for answering `message` (it ends the incoming part)."""
+    def context(self, message: Message) -> Prompt:
+        """The OpenAI-format messages for answering `message` (it ends the incoming part),
+        recorded as the agent's model call."""
+        ...
+
+    def call_outcome(self, call_id: str, error: str | None) -> None:
+        """Record what came of the model call `call_id`: answered (`error` None) or failed."""
         ...
 
     def record_llm_call(self) -> int: ...
@@ -91,10 +104,13 @@ class LocalBackend:
     def decide(self, message: Message) -> Decision:
         return self.service.agent_state.decide(self._world, self.agent_id, message.id)
 
-    def context(self, message: Message) -> list[dict[str, Any]]:
+    def context(self, message: Message) -> Prompt:
         """What the model is sent for `message`, recorded as the runner's model call."""
-        built = self.agent.context(message.chat_id, message=message.id)
-        return self.service.calls.record(built, "runner").openai()
+        built = self.service.calls.record(self.agent.context(message.chat_id, message=message.id), "runner")
+        return Prompt(built.openai(), built.call_id)
+
+    def call_outcome(self, call_id: str, error: str | None) -> None:
+        self.service.calls.report_outcome(self._world, self.agent_id, call_id, error)
 
     def record_llm_call(self) -> int:
         return self.service.agent_state.record_llm_call(self._world, self.agent_id)
@@ -167,10 +183,13 @@ class HttpBackend:
         data = self._call("POST", f"{self._agent}/decide", json={"message_id": message.id})
         return Decision(bool(data["respond"]), int(data["turn_count"]), data.get("notice"), data.get("reason"))
 
-    def context(self, message: Message) -> list[dict[str, Any]]:
+    def context(self, message: Message) -> Prompt:
         body = {"message_id": message.id, "chat_id": message.chat_id, "record": True}  # the model gets it
-        messages: list[dict[str, Any]] = self._call("POST", f"{self._agent}/context", json=body)["messages"]
-        return messages
+        answer = self._call("POST", f"{self._agent}/context", json=body)
+        return Prompt(answer["messages"], answer.get("call_id"))
+
+    def call_outcome(self, call_id: str, error: str | None) -> None:
+        self._call("POST", f"{self._agent}/calls/{call_id}/outcome", json={"error": error})
 
     def record_llm_call(self) -> int:
         return int(self._call("POST", f"{self._agent}/llm-calls")["turn_count"])

@@ -27,6 +27,8 @@ class Metrics:
     context_builds: int = 0
     context_tokens: Counter[str] = field(default_factory=Counter)
     excluded: Counter[str] = field(default_factory=Counter)
+    #: Outcomes runners reported of their model calls ("answered", "failed").
+    call_outcomes: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def observe_post(self, deliveries: int) -> None:
@@ -50,6 +52,11 @@ class Metrics:
             self.context_builds += 1
             self.context_tokens.update(report.sections)
             self.excluded.update(report.excluded)
+
+    def observe_outcome(self, outcome: str | None) -> None:
+        if outcome is not None:
+            with self._lock:
+                self.call_outcomes[outcome] += 1
 
     def render(self, *, waiting: int, rate_limited: int, extraction_queue: int = 0) -> str:
         with self._lock:
@@ -92,6 +99,15 @@ class Metrics:
             "counter",
             "Messages left out of built contexts by reason.",
             {f'reason="{k}"': v for k, v in self.excluded.items()},
+        )
+        metric(
+            "model_calls_answered_total", "counter", "Model calls reported answered.", self.call_outcomes["answered"]
+        )
+        metric(
+            "model_call_failures_total",
+            "counter",
+            "Model calls reported failed (the model server down, refusing or timing out).",
+            self.call_outcomes["failed"],
         )
         metric("rate_limited_total", "counter", "Requests refused by the per-agent rate limit.", rate_limited)
         metric(

@@ -146,6 +146,11 @@ class CompareIn(Body):
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
 
 
+class OutcomeIn(Body):
+    #: How the call failed (e.g. the model server's error); null or left out: the model answered.
+    error: str | None = Field(default=None, min_length=1, max_length=2_000)
+
+
 class AckIn(Body):
     ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(min_length=1, max_length=1000)
 

@@ -13,13 +13,14 @@ from typing import Any, NamedTuple
 from recall.store.rows import chat_id_of, chat_key, dt, ts
 from recall.store.sql_writes import SQLWrites
 
-CALL_COLUMNS = "c.id, p.id, c.chat_id, c.trigger_id, c.created_at, c.source, c.digest, c.body"
+CALL_COLUMNS = "c.id, p.id, c.chat_id, c.trigger_id, c.created_at, c.source, c.digest, c.body, c.outcome, c.error"
 _FROM = "model_calls c JOIN participants p ON p.key = c.agent_key"
 
 
 class CallRow(NamedTuple):
     """One recorded call as stored: `agent_id` the agent's id, `chat_id` None for the default
-    chat, `body` the service's compressed record."""
+    chat, `body` the service's compressed record, `outcome` and `error` what its caller
+    reported of it (None: nothing)."""
 
     id: str
     agent_id: str
@@ -29,6 +30,8 @@ class CallRow(NamedTuple):
     source: str
     digest: str
     body: bytes
+    outcome: str | None = None
+    error: str | None = None
 
 
 class NewCall(NamedTuple):
@@ -46,7 +49,7 @@ class NewCall(NamedTuple):
 def _row(row: Sequence[Any]) -> CallRow:
     return CallRow(
         str(row[0]), str(row[1]), chat_id_of(str(row[2])), None if row[3] is None else int(row[3]), dt(row[4]),
-        str(row[5]), str(row[6]), bytes(row[7]),
+        str(row[5]), str(row[6]), bytes(row[7]), row[8], row[9],
     )  # fmt: skip
 
 
@@ -134,6 +137,19 @@ class SQLCalls(SQLWrites):
                     ).rowcount
                 )
         return gone
+
+    def set_call_outcome(self, world_id: str, agent_id: str, call_id: str, outcome: str, error: str | None) -> bool:
+        """Store what came of one of the agent's calls; False when it has no such call."""
+        key = self._agent_key(world_id, agent_id)
+        if key is None:
+            return False
+        with self._write() as db:
+            changed = self._execute(
+                db,
+                "UPDATE model_calls SET outcome = ?, error = ? WHERE id = ? AND agent_key = ?",
+                (outcome, error, call_id, key),
+            ).rowcount
+        return bool(changed)
 
     def rewrite_calls(self, db: Any, world_id: str, rewrite: Callable[[bytes], bytes | None]) -> int:
         """Inside the open transaction `db`: pass each body of the world's calls to `rewrite`

@@ -56,7 +56,11 @@ TABLES: tuple[tuple[str, str, str], ...] = (
         "id, tenant, space, kind, source_id, owner, chat_id, sender, importance, created_at, text, context",
         "id",
     ),
-    ("model_calls", "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, body", "id"),
+    (
+        "model_calls",
+        "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, body, outcome, error",
+        "id",
+    ),
 )
 #: Id columns backed by a sequence on PostgreSQL: (table, column, sequence).
 SEQUENCES = (

@@ -247,7 +247,9 @@ MIGRATIONS: list[tuple[int, str]] = [
             created_at  DOUBLE PRECISION NOT NULL,
             source      TEXT NOT NULL,
             digest      TEXT NOT NULL,
-            body        BYTEA NOT NULL
+            body        BYTEA NOT NULL,
+            outcome     TEXT,
+            error       TEXT
         );
         CREATE INDEX model_calls_by_agent ON model_calls (agent_key, created_at, id);
         CREATE INDEX model_calls_by_world ON model_calls (world_id);

@@ -312,7 +312,11 @@ MIGRATIONS: list[tuple[int, str]] = [
             created_at  REAL NOT NULL,
             source      TEXT NOT NULL,
             digest      TEXT NOT NULL,
-            body        BLOB NOT NULL
+            body        BLOB NOT NULL,
+            -- What came of the call, as its caller reports it: NULL (not reported), 'answered'
+            -- or 'failed' (with `error`, e.g. the model server down).
+            outcome     TEXT,
+            error       TEXT
         );
         CREATE INDEX model_calls_by_agent ON model_calls (agent_key, created_at, id);
         CREATE INDEX model_calls_by_world ON model_calls (world_id);

@@ -33,6 +33,17 @@ def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, A
     return state_of(request).service.calls.get(acting.key, acting.agent, call_id).to_dict()
 
 
+@router.post("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/outcome", summary="Report what came of a call")
+def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: schemas.OutcomeIn) -> dict[str, Any]:
+    """The model answered (`error` null) or failed (`error` says how): shown with the call, in
+    the inspector's timeline, and counted in /metrics (`recall_model_call_failures_total`). A
+    runner reports each of its calls."""
+    state = state_of(request)
+    call = state.service.calls.report_outcome(acting.key, acting.agent, call_id, body.error)
+    state.metrics.observe_outcome(call.outcome)
+    return {"id": call.id, "outcome": call.outcome, "error": call.error}
+
+
 @router.get("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay", summary="Rebuild a call from the store")
 def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
     """The call's context rebuilt now (same trigger, same explicit settings): `identical` when

@@ -395,6 +395,12 @@ async function searchPage(worldId) {
 
 // -- recorded model calls -----------------------------------------------------------------
 
+function outcome(call) {
+  // What its caller reported: an outage stands out in the timeline, the world never hears it.
+  if (call.outcome === "failed") return el("span", { class: "reason outcome-failed", title: call.error ?? "" }, `model failed: ${call.error ?? ""}`);
+  return call.outcome ?? "–";
+}
+
 async function callsPage(worldId, agentId) {
   // The agent's model calls, newest first: open one, or tick two and compare them.
   const base = `/v1/worlds/${enc(worldId)}/agents/${enc(agentId)}`;
@@ -416,10 +422,11 @@ async function callsPage(worldId, agentId) {
       el("td", {}, el("a", { href: `${page}/${enc(c.id)}` }, when(c.at))), el("td", {}, c.source),
       el("td", {}, c.chat_id ?? "(default)"), el("td", { class: "num" }, c.trigger_id ?? "–"),
       el("td", { class: "num" }, c.total_tokens), el("td", {}, `${c.counts.included} in, ${c.counts.left_out} out`),
+      el("td", { class: "outcome" }, outcome(c)),
       el("td", {}, c.erased ? el("span", { class: "reason" }, `${c.erased} erased`) : ""));
   });
   form.append(el("table", { id: "calls-table" },
-    el("tr", {}, ["", "when", "source", "chat", "trigger", "tokens", "items", ""].map((h) => el("th", {}, h))), rows), compare);
+    el("tr", {}, ["", "when", "source", "chat", "trigger", "tokens", "items", "outcome", ""].map((h) => el("th", {}, h))), rows), compare);
   main().replaceChildren(el("h1", {}, `${agentId}'s model calls`),
     el("p", { class: "muted" }, "Each call records what its context held (ids, versions, scores, reasons), not the text: opening one rebuilds it from the store and says whether the model would get the same bytes today."),
     calls.length ? el("div", { class: "card" }, form) : el("p", { class: "muted", id: "no-calls" }, "No recorded calls yet."));
@@ -440,7 +447,8 @@ async function callPage(worldId, agentId, callId) {
     : result.diff.identical ? "the same bytes" : "not the same bytes";
   const heading = other ? `Call ${callId} beside the later ${other}` : `Call ${callId}, replayed from the store`;
   const summary = el("div", { class: "card", id: "verdict", dataset: { identical: String(!!result.diff?.identical) } },
-    el("strong", {}, verdict), ` · ${call.source} · ${when(call.at)} · chat ${call.chat_id ?? "(default)"} · trigger #${call.trigger_id ?? "–"} · ${call.total_tokens} tokens`,
+    el("strong", {}, verdict), ` · ${call.source} · ${when(call.at)} · chat ${call.chat_id ?? "(default)"} · trigger #${call.trigger_id ?? "–"} · ${call.total_tokens} tokens · `,
+    el("span", { id: "outcome" }, outcome(call)),
     result.notes.map((n) => el("p", { class: "muted" }, n)));
   const parts = [el("h1", {}, heading), summary];
   if (result.diff) parts.push(diffCard(result.diff));
