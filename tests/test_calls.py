@@ -102,6 +102,9 @@ def test_calls_are_listed_newest_first_and_trimmed_to_the_retention_count(store_
         ids = [desk.context("t1", record=True).call_id for _ in range(5)]
         listed = [c.id for c in desk.calls()]
         assert listed == ids[::-1][:3]
+        # A listing reads each call's counts, not its items (`call` reads one whole).
+        assert all(c.items == () and c.counts[0] > 0 for c in desk.calls())
+        assert desk.call(listed[0]).counts == desk.calls()[0].counts
         with pytest.raises(UnknownCallError):
             desk.call(str(ids[0]))
 
@@ -198,3 +201,27 @@ def test_a_replay_says_the_search_index_moved_a_recalled_passages_scores(tmp_pat
     recalled = [c for c in replay.diff.items if c.a is not None and c.a.section == "recalled"]
     assert recalled and all(c.change == "rescored" for c in recalled)
     assert all(c.why is not None and "search index changed since the call" in c.why for c in recalled)
+
+
+def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall) -> None:
+    # `a_b` is erased; `axb` would match it were `_` a wildcard: its call must stay as it was.
+    world = mem.world("quotes", create=True)
+    world.add_agent("desk")
+    for person in ("a_b", "axb"):
+        world.add_human(person)
+        world.post(person, f"@desk hello from {person}", chat=person)
+    desk = world.agent("desk")
+    quoting = desk.context("a_b", record=True, recalled_max_tokens=0).call_id
+    other = desk.context("axb", record=True, recalled_max_tokens=0).call_id
+    assert quoting is not None and other is not None
+    assert len(desk.calls()) == 2  # written (a read stores what is queued)
+    store = mem.service.store
+    before = {row.id: row.body for row in store.list_calls(world.key, "desk")}
+    visited: list[bytes] = []
+    with store._write() as db:  # type: ignore[attr-defined]
+        assert store.rewrite_calls(db, world.key, "A_B", lambda body: visited.append(body)) == 0
+    assert visited == [before[quoting]]  # only the call that quotes a_b is read
+    world.delete_human("a_b", erase=True)
+    after = {row.id: row.body for row in mem.service.store.list_calls(world.key, "desk")}
+    assert after[other] == before[other] and desk.call(other).erased == 0
+    assert after[quoting] != before[quoting] and desk.call(quoting).erased == 1

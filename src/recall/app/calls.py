@@ -38,7 +38,7 @@ from recall.core.recalled import SECTION as RECALLED
 from recall.errors import InvalidInputError, NotFoundError, RecallError, UnknownCallError
 from recall.settings import Settings
 from recall.store.base import Store
-from recall.store.call_log import CallRow, NewCall
+from recall.store.call_log import CallRow, NewCall, senders_text
 
 #: Records the writer stores per transaction, at most.
 WRITE_BATCH = 200
@@ -145,8 +145,9 @@ class Pending:
         body = pack(record)
         for rewrite in self.rewrites:
             body = rewrite(body) or body
+        senders = senders_text(i.sender for i in self.context.report.items if i.kind == "message" and i.sender)
         return NewCall(self.call_id, record.world_id, record.agent_id, record.chat_id, record.trigger_id, self.at,
-                       self.source, record.digest, body)  # fmt: skip
+                       self.source, record.digest, body, senders)  # fmt: skip
 
 
 class CallWriter:
@@ -295,7 +296,8 @@ class CallLog:
         check_int("limit", limit, 1, MAX_LIST)
         self.writer.flush()
         return [
-            unpack(row, world.key) for row in self.store.list_calls(world.key, agent.id, before=before, limit=limit)
+            unpack(row, world.key, with_items=False)
+            for row in self.store.list_calls(world.key, agent.id, before=before, limit=limit)
         ]
 
     def report_outcome(self, world_id: str, agent_id: str, call_id: str, error: str | None = None) -> CallRecord:
@@ -397,8 +399,9 @@ class CallLog:
 
     def erasing(self) -> _Erasure:
         """For an erase: `with log.erasing() as erasure:` around the erase's transaction, and
-        `erasure.forget(db, world_key, ids)` inside it takes the erased messages out of every
-        stored record of the world and, when it ends, out of the records still queued."""
+        `erasure.forget(db, world_key, sender, ids)` inside it takes the erased messages (all
+        said by `sender`) out of every stored record of the world that quotes `sender` and, when
+        it ends, out of the records still queued."""
         self.writer.flush()
         return _Erasure(self)
 
@@ -418,11 +421,12 @@ class _Erasure:
         assert self._paused is not None
         self._paused.__exit__(*exc)
 
-    def forget(self, db: Any, world_key: str, message_ids: Iterable[int]) -> int:
-        """Inside the erase's transaction: take these messages out of every record of the world;
-        how many records changed."""
+    def forget(self, db: Any, world_key: str, sender: str, message_ids: Iterable[int]) -> int:
+        """Inside the erase's transaction: take these messages of `sender` out of every record
+        of the world that quote `sender` (a column of the call says whom it quotes, read without its
+        body); how many changed."""
         self.gone |= {int(i) for i in message_ids}
-        return self.log.store.rewrite_calls(db, world_key, self.rewrite) if self.gone else 0
+        return self.log.store.rewrite_calls(db, world_key, sender, self.rewrite) if self.gone else 0
 
     def rewrite(self, body: bytes) -> bytes | None:
         """A record's body without the erased messages (None: it quoted none of them)."""

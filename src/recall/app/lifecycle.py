@@ -101,7 +101,7 @@ class Lifecycle:
                 def then(db: Any, removed: Removed) -> None:
                     self._unindex(db, removed)
                     if erasing is not None:  # no record of a call keeps an erased message's id
-                        erasing.forget(db, world.key, removed.messages)
+                        erasing.forget(db, world.key, record.id, removed.messages)
 
                 removed = self.store.delete_participant(
                     world.key, record.id, erase=erase, facts=FactScopes(world.tenant, scopes), then=then

@@ -6,7 +6,7 @@ except to hand it to a rewrite inside an erase's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -35,6 +35,8 @@ class CallRow(NamedTuple):
 
 
 class NewCall(NamedTuple):
+    """A call to store; `senders` who said the messages it quotes (`senders_text`)."""
+
     id: str
     world_id: str
     agent_id: str
@@ -44,6 +46,13 @@ class NewCall(NamedTuple):
     source: str
     digest: str
     body: bytes
+    senders: str = ""
+
+
+def senders_text(senders: Iterable[str]) -> str:
+    """The `senders` column: each sender once, lowercased, between tabs."""
+    names = sorted({s.lower() for s in senders if s})
+    return "\t" + "\t".join(names) + "\t" if names else ""
 
 
 def _row(row: Sequence[Any]) -> CallRow:
@@ -72,9 +81,9 @@ class SQLCalls(SQLWrites):
                 self._execute(
                     db,
                     "INSERT INTO model_calls (id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest,"
-                    " body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " senders, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (call.id, call.world_id, int(key[0]), chat_key(call.chat_id), call.trigger_id, ts(call.created_at),
-                     call.source, call.digest, self._blob(call.body)),
+                     call.source, call.digest, call.senders, self._blob(call.body)),
                 )  # fmt: skip
                 stored += 1
         return stored
@@ -151,12 +160,15 @@ class SQLCalls(SQLWrites):
             ).rowcount
         return bool(changed)
 
-    def rewrite_calls(self, db: Any, world_id: str, rewrite: Callable[[bytes], bytes | None]) -> int:
-        """Inside the open transaction `db`: pass each body of the world's calls to `rewrite`
-        and store what it returns instead (None: unchanged); how many changed. For an erase,
-        which must leave no id of the erased person in them."""
+    def rewrite_calls(self, db: Any, world_id: str, sender: str, rewrite: Callable[[bytes], bytes | None]) -> int:
+        """Inside the open transaction `db`: pass the body of each of the world's calls that
+        quotes `sender` to `rewrite` and store what it returns instead (None: unchanged); how
+        many changed. For an erase, which must leave no id of the erased person in them."""
         changed = 0
-        rows = self._execute(db, "SELECT id, body FROM model_calls WHERE world_id = ?", (world_id,)).fetchall()
+        quoted = "%\t" + sender.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "\t%"
+        rows = self._execute(
+            db, "SELECT id, body FROM model_calls WHERE world_id = ? AND senders LIKE ? ESCAPE '\\'", (world_id, quoted)
+        ).fetchall()
         for call_id, body in rows:
             new = rewrite(bytes(body))
             if new is not None:

@@ -58,7 +58,7 @@ TABLES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "model_calls",
-        "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, body, outcome, error",
+        "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, senders, body, outcome, error",
         "id",
     ),
 )

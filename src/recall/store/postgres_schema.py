@@ -247,6 +247,7 @@ MIGRATIONS: list[tuple[int, str]] = [
             created_at  DOUBLE PRECISION NOT NULL,
             source      TEXT NOT NULL,
             digest      TEXT NOT NULL,
+            senders     TEXT NOT NULL DEFAULT '',
             body        BYTEA NOT NULL,
             outcome     TEXT,
             error       TEXT

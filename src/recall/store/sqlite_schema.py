@@ -312,6 +312,10 @@ MIGRATIONS: list[tuple[int, str]] = [
             created_at  REAL NOT NULL,
             source      TEXT NOT NULL,
             digest      TEXT NOT NULL,
+            -- Who said the messages it quotes, lowercased, each between tabs ("\tmaria\tbob\t"):
+            -- an erase rewrites only the calls that quote the person (before `body`, so a
+            -- scan of it never reads the body's overflow pages).
+            senders     TEXT NOT NULL DEFAULT '',
             body        BLOB NOT NULL,
             -- What came of the call, as its caller reports it: NULL (not reported), 'answered'
             -- or 'failed' (with `error`, e.g. the model server down).

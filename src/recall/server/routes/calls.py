@@ -23,7 +23,8 @@ def list_calls(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[datetime | None, Query(description="only calls made before this time")] = None,
 ) -> dict[str, Any]:
-    """Newest first; each with its items (ids, versions, scores, reasons), not its text."""
+    """Newest first; each with its counts of items in and left out (`GET …/calls/{id}` has the
+    items: ids, versions, scores, reasons), never its text."""
     calls = state_of(request).service.calls.list(acting.key, acting.agent, before=before, limit=limit)
     return {"calls": [call.to_dict() for call in calls]}
 
