@@ -225,3 +225,13 @@ def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall) -> Non
     after = {row.id: row.body for row in mem.service.store.list_calls(world.key, "desk")}
     assert after[other] == before[other] and desk.call(other).erased == 0
     assert after[quoting] != before[quoting] and desk.call(quoting).erased == 1
+
+
+def test_a_full_queue_has_the_caller_write_its_own_record(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recall.app import calls as calls_module
+
+    world = shop(mem)
+    monkeypatch.setattr(calls_module, "MAX_QUEUED", 0)  # always full
+    ctx = world.agent("desk").context("t1", record=True)
+    # Stored when `record` returned, not by the writer: nothing waits in its queue.
+    assert [row.id for row in mem.service.store.list_calls(world.key, "desk")] == [ctx.call_id]

@@ -38,12 +38,16 @@ def main(folder: Path) -> None:
         try:
             world = build_demo_world(live.mem)
             # A later ticket, so the agent page shows a recalled passage from the first one.
-            world.post("maria", "@billing is the refund of my double charge on its way?", chat="ticket-9")
-            # Two recorded model calls of billing, the second without the recalled past, and a
-            # fact edited since the first: the calls timeline, and the two compared.
+            asked = world.post("maria", "@billing is the refund of my double charge on its way?", chat="ticket-9")
+            # Two recorded model calls of billing for that message, the second without the
+            # recalled past and met by a model outage, and a fact edited since the first: the
+            # calls timeline, and the first replayed.
             billing = world.agent("billing")
-            first = billing.context("ticket-9", record=True).call_id
-            billing.context("ticket-9", recalled_max_tokens=0, record=True)
+            first = billing.context("ticket-9", message=asked, record=True).call_id
+            second = billing.context("ticket-9", message=asked, recalled_max_tokens=0, record=True).call_id
+            assert first is not None and second is not None
+            billing.call_outcome(first)
+            billing.call_outcome(second, error="model server http://127.0.0.1:11434/v1 answered 503")
             fact = live.mem.scope("user:maria").list()[0]
             live.mem.scope("user:maria").update(fact.id, confidence=0.6)
             calls = "/ui/worlds/support/agents/billing/calls"

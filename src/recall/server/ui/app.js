@@ -463,8 +463,9 @@ async function callPage(worldId, agentId, callId) {
 }
 
 function diffCard(diff) {
-  const side = (i) => (i === null ? "–" : i.included ? `${i.section} #${i.rank}` : `out (${i.reason})`);
-  return el("div", { class: "card", id: "diff" }, el("h2", {}, `What differs (${diff.items.length} items)`),
+  const side = (i) => (i === null ? "–" : i.included ? `in ${i.section}, rank ${i.rank}` : `out (${i.reason})`);
+  const count = diff.items.length === 1 ? "1 item" : `${diff.items.length} items`;
+  return el("div", { class: "card", id: "diff" }, el("h2", {}, `What differs (${count})`),
     el("p", { class: "muted" }, `tokens ${diff.tokens.a} → ${diff.tokens.b}`),
     Object.entries(diff.settings).filter(([name]) => name !== "explicit").map(([name, v]) =>
       el("p", { class: "setting" }, `setting ${name}: ${JSON.stringify(v.a)} → ${JSON.stringify(v.b)}`)),
