@@ -175,6 +175,11 @@ def test_cli_records_lists_replays_and_diffs(tmp_path: Path) -> None:
     call_id = result.stderr.split("recorded as call ")[1].strip()
     listed = json.loads(recall(db, "calls", "list", "shop", "desk", "--json"))
     assert [c["id"] for c in listed] == [call_id]
+    with Recall(db, Settings(index_interval=0)) as opened:
+        opened.world("shop").agent("desk").call_outcome(call_id, error="model server down")
+    assert "failed:" in recall(db, "calls", "list", "shop", "desk")  # the table wraps the rest
+    (failed,) = json.loads(recall(db, "calls", "list", "shop", "desk", "--json"))
+    assert (failed["outcome"], failed["error"]) == ("failed", "model server down")
     assert json.loads(recall(db, "calls", "show", "shop", "desk", call_id))["source"] == "python"
     assert f"replayed {call_id}: the same bytes" in recall(db, "calls", "replay", "shop", "desk", call_id)
     diffed = recall(db, "calls", "diff", "shop", "desk", call_id, "--history-limit", "1")

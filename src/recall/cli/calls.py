@@ -30,11 +30,12 @@ def calls_list(
         if json_:
             print_json([c.to_dict() for c in calls])
             return
-        table = Table("call", "when", "source", "chat", "trigger", "tokens", "items")
+        table = Table("call", "when", "source", "chat", "trigger", "tokens", "items", "outcome")
         for c in calls:
             inside, out_ = c.counts
+            outcome = Text(f"failed: {c.error}", style="red") if c.outcome == "failed" else Text(c.outcome or "")
             table.add_row(c.id, c.at.strftime("%Y-%m-%d %H:%M:%S"), c.source, Text(c.chat_id or ""),
-                          str(c.trigger_id or ""), str(c.total_tokens), f"{inside} in, {out_} out")  # fmt: skip
+                          str(c.trigger_id or ""), str(c.total_tokens), f"{inside} in, {out_} out", outcome)  # fmt: skip
         out.print(table)
 
 
