@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,8 +210,10 @@ def test_a_replay_says_the_search_index_moved_a_recalled_passages_scores(tmp_pat
     assert all(c.why is not None and "search index changed since the call" in c.why for c in recalled)
 
 
-def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall) -> None:
-    # `a_b` is erased; `axb` would match it were `_` a wildcard: its call must stay as it was.
+def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `a_b` is erased; `axb` would match it were `_` a wildcard: its call must not be read.
+    from recall.app import calls as calls_module
+
     world = mem.world("quotes", create=True)
     world.add_agent("desk")
     for person in ("a_b", "axb"):
@@ -223,11 +227,16 @@ def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall) -> Non
     store = mem.service.store
     before = {row.id: row.body for row in store.list_calls(world.key, "desk")}
     visited: list[bytes] = []
-    with store._write() as db:  # type: ignore[attr-defined]
-        assert store.rewrite_calls(db, world.key, "A_B", lambda body: visited.append(body)) == 0
-    assert visited == [before[quoting]]  # only the call that quotes a_b is read
+    real = calls_module._scrubber
+
+    def watched(erasure: Any) -> Any:
+        scrub = real(erasure)
+        return lambda body, trigger_gone: visited.append(body) or scrub(body, trigger_gone)
+
+    monkeypatch.setattr(calls_module, "_scrubber", watched)
     world.delete_human("a_b", erase=True)
-    after = {row.id: row.body for row in mem.service.store.list_calls(world.key, "desk")}
+    assert visited == [before[quoting]]  # only the call that quotes a_b is read
+    after = {row.id: row.body for row in store.list_calls(world.key, "desk")}
     assert after[other] == before[other] and desk.call(other).erased == 0
     assert after[quoting] != before[quoting] and desk.call(quoting).erased == 1
 
@@ -240,3 +249,51 @@ def test_a_full_queue_has_the_caller_write_its_own_record(mem: Recall, monkeypat
     ctx = world.agent("desk").context("t1", record=True)
     # Stored when `record` returned, not by the writer: nothing waits in its queue.
     assert [row.id for row in mem.service.store.list_calls(world.key, "desk")] == [ctx.call_id]
+
+
+def test_a_call_waiting_to_be_written_never_lands_on_an_agent_made_again_under_its_name(mem: Recall) -> None:
+    from recall.app.calls import Pending
+
+    world = shop(mem)
+    built = world.agent("desk").context("t1")
+    waiting = Pending("c_waiting", "python", datetime.now(UTC), built, "ids")
+    world.delete_agent("desk")
+    world.add_agent("desk")  # the same name, another agent
+    mem.service.calls.writer.put(waiting)
+    assert world.agent("desk").calls() == []
+
+
+def test_a_context_built_before_an_erase_and_recorded_after_it_leaves_the_person_out(mem: Recall) -> None:
+    world = shop(mem)
+    said = world.post("maria", "@desk my address is 5 Rue Sala", chat="t1")
+    built = world.agent("desk").context("t1", message=said)  # built, not yet recorded
+    world.delete_human("maria", erase=True)
+    call_id = mem.service.calls.record(built, "python").call_id
+    assert call_id is not None
+    call = world.agent("desk").call(call_id)
+    assert call.trigger_id is None and call.trigger_erased and call.erased >= 1
+    assert all(i.id != said.id for i in call.items if i.kind == "message")
+    assert not any(str(i.scores.get("scope")) == "user:maria" for i in call.items)
+    (row,) = mem.service.store.list_calls(world.key, "desk")
+    assert "maria" not in json.dumps(json.loads(zlib.decompress(row.body)))
+    replay = world.agent("desk").replay(call_id)
+    assert replay.context is None and "erased since" in replay.notes[0]
+
+
+def test_the_writer_outlives_a_store_error(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = shop(mem)
+    writer = mem.service.calls.writer
+    real = mem.service.store.add_calls
+    failures = iter([RuntimeError("disk on fire")])
+
+    def flaky(calls: Any) -> int:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real(calls)
+
+    monkeypatch.setattr(mem.service.store, "add_calls", flaky)
+    lost = world.agent("desk").context("t1", record=True).call_id
+    assert world.agent("desk").calls() == [] and writer.lost == 1  # logged and counted
+    kept = world.agent("desk").context("t1", record=True).call_id
+    assert [c.id for c in world.agent("desk").calls()] == [kept] and kept != lost

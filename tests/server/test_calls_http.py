@@ -107,3 +107,14 @@ def test_an_outcome_is_reported_on_the_agents_own_calls_only(secured: LiveServer
         assert (answered["outcome"], answered["error"]) == ("answered", None)
         listed = a.get("/v1/worlds/w/agents/agent-a/calls").json()["calls"]
         assert [(c["id"], c["outcome"]) for c in listed] == [(call_id, "answered")]
+
+
+def test_calls_before_a_time_take_a_naive_time_as_utc_and_refuse_one_out_of_range(client: httpx.Client) -> None:
+    call_id = client.post("/v1/worlds/w/agents/agent-a/context", json={"record": True}).json()["call_id"]
+    later = client.get("/v1/worlds/w/agents/agent-a/calls", params={"before": "9000-01-01T00:00:00"})
+    assert [c["id"] for c in later.json()["calls"]] == [call_id]
+    assert client.get("/v1/worlds/w/agents/agent-a/calls", params={"before": "2001-01-01T00:00:00"}).json() == {
+        "calls": []
+    }
+    far = client.get("/v1/worlds/w/agents/agent-a/calls", params={"before": "0001-01-01T00:00:00"})
+    assert far.status_code == 422 and "before" in far.text

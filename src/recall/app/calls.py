@@ -9,12 +9,14 @@ record is readable as soon as `record` returns (a read writes what is queued fir
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,23 +30,32 @@ from recall.core.calls import (
     CallDiff,
     CallItem,
     CallRecord,
+    Erasure,
     call_items,
     diff,
     digest,
     now_utc,
+    quoted_people,
 )
 from recall.core.context_records import Context
 from recall.core.recalled import SECTION as RECALLED
-from recall.errors import InvalidInputError, NotFoundError, RecallError, UnknownCallError
+from recall.errors import InvalidInputError, NotFoundError, UnknownCallError
+from recall.limits import check_time
 from recall.settings import Settings
 from recall.store.base import Store
 from recall.store.call_log import CallRow, NewCall, senders_text
+
+logger = logging.getLogger("recall.calls")
 
 #: Records the writer stores per transaction, at most.
 WRITE_BATCH = 200
 #: Records queued at most: past it, a caller writes its own record (calls come faster than the
 #: writer stores them, ~400/s on 2 cores: the queue stays bounded and no record is lost).
 MAX_QUEUED = 5_000
+#: Seconds an erase is remembered by the writer, for records of contexts built before it.
+ERASURE_MEMORY = 600.0
+#: Seconds between trims of the agents' calls by age.
+TRIM_BY_AGE_EVERY = 60.0
 #: Calls a listing returns at most.
 MAX_LIST = 500
 COPIES = ("ids", "full")
@@ -133,49 +144,62 @@ def unpack(row: CallRow, world_id: str, with_items: bool = True) -> CallRecord:
 @dataclass
 class Pending:
     """A call queued for the writer: its context, packed into a row when it is written (the
-    caller pays for queueing only)."""
+    caller pays for queueing only); `seq` its place in the order of queueing."""
 
     call_id: str
     source: str
     at: datetime
     context: Context
     copies: str
-    #: Rewrites to apply to the body once packed (an erase that ran while it was queued).
-    rewrites: list[Callable[[bytes], bytes | None]] = field(default_factory=list)
+    seq: int = 0
 
-    def row(self) -> NewCall:
+    def row(self, erasures: Sequence[Erasure] = ()) -> NewCall:
+        """The row to store, without anything of the people erased since it was built."""
         record = record_of(self.context, self.call_id, self.source, self.at, self.copies)
-        body = pack(record)
-        for rewrite in self.rewrites:
-            body = rewrite(body) or body
-        senders = senders_text(i.sender for i in self.context.report.items if i.kind == "message" and i.sender)
-        return NewCall(self.call_id, record.world_id, record.agent_id, record.chat_id, record.trigger_id, self.at,
-                       self.source, record.digest, body, senders)  # fmt: skip
+        senders = [i.sender for i in self.context.report.items if i.kind == "message" and i.sender]
+        for erasure in erasures:
+            record = erasure.scrub(record)
+            senders = [s for s in senders if s.lower() != erasure.person]
+        quoted = quoted_people(record.items, senders)
+        return NewCall(record.id, record.world_id, record.agent_id, record.chat_id, record.trigger_id, self.at,
+                       self.source, record.digest, pack(record), senders_text(quoted))  # fmt: skip
 
 
 class CallWriter:
     """The thread that stores queued records, in batches, and trims each agent's calls.
 
-    A batch leaves the queue only once the writer holds `_writing` (which `paused` holds too),
-    so an erase that pauses the writer sees every record not yet stored in the queue."""
+    A batch leaves the queue only once the writer holds `_writing` (which an erase holds too,
+    `paused`), and every record is stored under `_writing` without what the erasures of its
+    world in the last ERASURE_MEMORY seconds took out: a context built before an erase and
+    recorded after it quotes no one erased."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
         self._queue: list[Pending] = []
-        #: Records each agent had written since its calls were last trimmed.
+        #: Seqs queued and not yet stored (or given up): what `flush` waits for.
+        self._outstanding: set[int] = set()
+        self._seq = 0
+        #: Records each agent had written since its calls were last trimmed by count.
         self._since_trim: dict[tuple[str, str], int] = {}
+        self._trimmed_at = 0.0
+        #: Recent erasures by world key: (when, what).
+        self._erasures: dict[str, list[tuple[float, Erasure]]] = {}
         self._lock = threading.Condition()
         self._writing = threading.Lock()
-        self._busy = 0
         self._stopped = False
         self._thread: threading.Thread | None = None
+        #: Records lost to a store error (logged).
+        self.lost = 0
 
     def put(self, call: Pending) -> None:
         with self._lock:
+            self._seq += 1
+            call.seq = self._seq
             if not self._stopped and len(self._queue) < MAX_QUEUED:
                 self._queue.append(call)
-                if self._thread is None:
+                self._outstanding.add(call.seq)
+                if self._thread is None or not self._thread.is_alive():
                     self._thread = threading.Thread(target=self._run, name="recall-call-writer", daemon=True)
                     self._thread.start()
                 self._lock.notify_all()
@@ -183,11 +207,15 @@ class CallWriter:
         self._write([call])  # stopped (a context built while closing), or the queue full: written at once
 
     def flush(self) -> None:
-        """Return once every record queued before the call is stored."""
+        """Return once every record queued before the call is stored (later ones may wait)."""
         with self._lock:
-            while (self._queue or self._busy) and self._thread is not None and self._thread.is_alive():
+            upto = self._seq
+            while (
+                any(seq <= upto for seq in self._outstanding) and self._thread is not None and self._thread.is_alive()
+            ):
                 self._lock.wait(timeout=1.0)
-            left, self._queue = self._queue, []
+            left = [p for p in self._queue if p.seq <= upto]
+            self._queue = [p for p in self._queue if p.seq > upto]
         if left:  # no writer thread (stopped): written here
             self._write(left)
 
@@ -202,14 +230,23 @@ class CallWriter:
         self.flush()
 
     @contextmanager
-    def paused(self, rewrite: Callable[[bytes], bytes | None]) -> Iterator[None]:
-        """No batch is written meanwhile; what is queued when it ends is passed through
-        `rewrite` first (None: unchanged), as the stored records were."""
+    def paused(self) -> Iterator[None]:
+        """No record is stored meanwhile (an erase's transaction runs)."""
         with self._writing:
             yield
-            with self._lock:
-                for queued in self._queue:
-                    queued.rewrites.append(rewrite)
+
+    def remember(self, world_key: str, erasure: Erasure) -> None:
+        """Store every record of the world from now on without what `erasure` took out (for
+        ERASURE_MEMORY seconds: contexts built before it are recorded long before then)."""
+        with self._lock:
+            self._erasures.setdefault(world_key.lower(), []).append((time.monotonic(), erasure))
+
+    def _recent_erasures(self, world_key: str) -> list[Erasure]:
+        oldest = time.monotonic() - ERASURE_MEMORY
+        with self._lock:
+            for key in [k for k, found in self._erasures.items() if found[-1][0] < oldest]:
+                del self._erasures[key]
+            return [erasure for at, erasure in self._erasures.get(world_key.lower(), ()) if at >= oldest]
 
     def _run(self) -> None:
         while True:
@@ -218,35 +255,41 @@ class CallWriter:
                     self._lock.wait()
                 if not self._queue:
                     return
-                self._busy += 1
-            try:
-                with self._writing:
-                    with self._lock:
-                        batch, self._queue = self._queue[:WRITE_BATCH], self._queue[WRITE_BATCH:]
+            with self._writing:
+                with self._lock:
+                    batch, self._queue = self._queue[:WRITE_BATCH], self._queue[WRITE_BATCH:]
+                try:
                     if batch:
                         self._store(batch)
-            except RecallError:  # a store closing or busy: these records are lost, nothing else
-                pass
-            finally:
-                with self._lock:
-                    self._busy -= 1
-                    self._lock.notify_all()
+                except Exception:  # a store closing, busy or failing: these records are lost, not the thread
+                    self.lost += len(batch)
+                    logger.exception("recorded calls: %d record(s) could not be stored", len(batch))
+                finally:
+                    with self._lock:
+                        self._outstanding.difference_update(p.seq for p in batch)
+                        self._lock.notify_all()
 
     def _write(self, batch: Sequence[Pending]) -> None:
         with self._writing:
             self._store(batch)
 
     def _store(self, batch: Sequence[Pending]) -> None:
-        rows = [pending.row() for pending in batch]
+        """Store the batch (under `_writing`) and trim the agents' calls to the retention."""
+        rows = [pending.row(self._recent_erasures(pending.context.params.world_key)) for pending in batch if
+                pending.context.params is not None]  # fmt: skip
         self.store.add_calls(rows)
         keep = self.settings.call_retention_count
-        days = self.settings.call_retention_days
-        older = now_utc() - timedelta(days=days) if days > 0 else None
         for row in rows:
             agent = (row.world_id, row.agent_id.lower())
             self._since_trim[agent] = self._since_trim.get(agent, 0) + 1
+        days = self.settings.call_retention_days
+        by_age = days > 0 and time.monotonic() - self._trimmed_at >= TRIM_BY_AGE_EVERY
+        older = now_utc() - timedelta(days=days) if by_age else None
+        if by_age:
+            self._trimmed_at = time.monotonic()
         for agent, written in list(self._since_trim.items()):
-            # Trimming walks the agent's newest `keep` calls: done once a tenth of that is new.
+            # Trimming by count walks the agent's newest `keep` calls: done once a tenth of that
+            # is new; by age, at most once a minute.
             if written >= max(1, keep // 10) or older is not None:
                 self.store.trim_calls(*agent, keep=keep, older_than=older)
                 del self._since_trim[agent]
@@ -297,6 +340,8 @@ class CallLog:
         world = self.worlds.get_world(world_id)
         agent = self.worlds.get_agent(world.key, agent_id)
         check_int("limit", limit, 1, MAX_LIST)
+        if before is not None:
+            before = check_time("before", before)  # a naive time is UTC, as everywhere
         self.writer.flush()
         return [
             unpack(row, world.key, with_items=False)
@@ -341,7 +386,9 @@ class CallLog:
         return self._rebuilt(world_id, call, explicit)
 
     def _rebuilt(self, world_id: str, call: CallRecord, explicit: Mapping[str, Any]) -> Replay:
-        if call.trigger_id is not None and self.store.get_message(call.world_id, call.trigger_id) is None:
+        if call.trigger_erased or (
+            call.trigger_id is not None and self.store.get_message(call.world_id, call.trigger_id) is None
+        ):
             why = "the message it answered was deleted or erased since"
             return Replay(call, None, None, None, (f"the call cannot be rebuilt: {why}", *_erased_note(call)))
         try:
@@ -402,51 +449,63 @@ class CallLog:
 
     def erasing(self) -> _Erasure:
         """For an erase: `with log.erasing() as erasure:` around the erase's transaction, and
-        `erasure.forget(db, world_key, sender, ids)` inside it takes the erased messages (all
-        said by `sender`) out of every stored record of the world that quotes `sender` and, when
-        it ends, out of the records still queued."""
+        `erasure.forget(db, world_key, person, ids)` inside it takes the erased messages (all
+        said by `person`) and the person's facts out of every stored record of the world that
+        quotes them; once the transaction is committed, records stored later leave them out too."""
         self.writer.flush()
-        return _Erasure(self)
+        return _Erasure(self.writer, self.store)
 
 
 class _Erasure:
-    def __init__(self, log: CallLog) -> None:
-        self.log = log
-        self.gone: set[int] = set()
+    def __init__(self, writer: CallWriter, store: Store) -> None:
+        self.writer = writer
+        self.store = store
+        self.done: list[tuple[str, Erasure]] = []
         self._paused: AbstractContextManager[None] | None = None
 
     def __enter__(self) -> _Erasure:
-        self._paused = self.log.writer.paused(self.rewrite)
+        self._paused = self.writer.paused()
         self._paused.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
         assert self._paused is not None
-        self._paused.__exit__(*exc)
+        try:
+            if kind is None:  # committed: what is stored from now on leaves the person out too
+                for world_key, erasure in self.done:
+                    self.writer.remember(world_key, erasure)
+        finally:
+            self._paused.__exit__(kind, *exc)
 
-    def forget(self, db: Any, world_key: str, sender: str, message_ids: Iterable[int]) -> int:
-        """Inside the erase's transaction: take these messages of `sender` out of every record
-        of the world that quote `sender` (a column of the call says whom it quotes, read without its
-        body); how many changed."""
-        self.gone |= {int(i) for i in message_ids}
-        return self.log.store.rewrite_calls(db, world_key, sender, self.rewrite) if self.gone else 0
+    def forget(self, db: Any, world_key: str, person: str, message_ids: Iterable[int]) -> int:
+        """Inside the erase's transaction: take these messages of `person`, and their facts, out
+        of every record of the world that quotes them (a column of the call says whom it quotes,
+        read without its body); how many changed."""
+        erasure = Erasure(person.lower(), frozenset(int(i) for i in message_ids))
+        self.done.append((world_key, erasure))
+        return self.store.rewrite_calls(db, world_key, erasure.person, erasure.messages, _scrubber(erasure))
 
-    def rewrite(self, body: bytes) -> bytes | None:
-        """A record's body without the erased messages (None: it quoted none of them)."""
-        gone = self.gone
-        if not gone:
-            return None
+
+def _scrubber(erasure: Erasure) -> Callable[[bytes, bool], bytes | None]:
+    """A stored record's body without anything of the erased person (None: it held nothing),
+    told whether the message the call answered was theirs."""
+
+    def scrub(body: bytes, trigger_gone: bool) -> bytes | None:
         data = json.loads(zlib.decompress(body))
         items = [CallItem.from_list(row) for row in data["items"]]
-        kept = [i for i in items if not (i.kind == "message" and i.id in gone)]
-        if len(kept) == len(items):
+        kept = [i for i in items if not erasure.drops(i)]
+        if len(kept) == len(items) and not trigger_gone:
             return None
+        if trigger_gone:
+            data["trigger_erased"] = True
         data["items"] = [i.to_list() for i in kept]
         inside = sum(1 for i in kept if i.included)
         data["counts"] = [inside, len(kept) - inside]
         data["erased"] = int(data.get("erased", 0)) + len(items) - len(kept)
         data.pop("messages", None)  # a full copy quoted them
         return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
+
+    return scrub
 
 
 def _erased_note(call: CallRecord) -> tuple[str, ...]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -129,6 +129,8 @@ class CallRecord:
     #: "failed" (then `error` says how: the runner reports a model server that did not answer).
     outcome: str | None = None
     error: str | None = None
+    #: The message it answered was erased since (`trigger_id` is None then): it cannot be rebuilt.
+    trigger_erased: bool = False
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -153,6 +155,8 @@ class CallRecord:
             "through": self.through,
             "erased": self.erased,
         }
+        if self.trigger_erased:
+            out["trigger_erased"] = True
         if self.messages is not None:
             out["messages"] = [dict(m) for m in self.messages]
         return out
@@ -198,6 +202,7 @@ class CallRecord:
             int(body.get("erased", 0)),
             None if messages is None else tuple(messages),
             None if with_items else (int(counts[0]), int(counts[1])),
+            trigger_erased=bool(body.get("trigger_erased", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,6 +224,7 @@ class CallRecord:
             "digest": self.digest,
             "through": self.through,
             "erased": self.erased,
+            "trigger_erased": self.trigger_erased,
             "outcome": self.outcome,
             "error": self.error,
         }
@@ -264,6 +270,51 @@ def call_items(report_items: Sequence[ReportItem]) -> list[CallItem]:
             )  # fmt: skip
         )
     return out
+
+
+# -- erasing a person from records ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What erasing a person takes out of a world's call records: the messages they said (by
+    id) and the facts of their `user:` scope; `person` lowercased."""
+
+    person: str
+    messages: frozenset[int]
+
+    def drops(self, item: CallItem) -> bool:
+        if item.kind == "message":
+            return item.id in self.messages
+        return item.kind == "fact" and str(item.scores.get("scope", "")).lower() == f"user:{self.person}"
+
+    def scrub(self, record: CallRecord) -> CallRecord:
+        """The record without anything of the person (the same record when it held nothing):
+        no item of theirs, no trigger of theirs, no full copy that may quote them."""
+        kept = tuple(i for i in record.items if not self.drops(i))
+        erased_trigger = record.trigger_id in self.messages
+        if len(kept) == len(record.items) and not erased_trigger:
+            return record
+        gone = len(record.items) - len(kept)
+        return replace(
+            record,
+            items=kept,
+            trigger_id=None if erased_trigger else record.trigger_id,
+            trigger_erased=record.trigger_erased or erased_trigger,
+            erased=record.erased + gone,
+            messages=None,
+        )
+
+
+def quoted_people(items: Sequence[CallItem], senders: Iterable[str]) -> set[str]:
+    """Whom a record quotes, lowercased: the senders of its messages and the people whose
+    `user:` facts it lists (an erase rewrites only the records that quote the person)."""
+    people = {s.lower() for s in senders if s}
+    for item in items:
+        scope = str(item.scores.get("scope", "")) if item.kind == "fact" else ""
+        if scope.lower().startswith("user:"):
+            people.add(scope[5:].lower())
+    return people
 
 
 # -- comparing two contexts ---------------------------------------------------------------------

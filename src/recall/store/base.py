@@ -7,7 +7,7 @@ no caller changes. Writes that belong together happen inside one method, in one 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -318,7 +318,14 @@ class Store(Protocol):
     ) -> list[CallRow]: ...
     def trim_calls(self, world_id: str, agent_id: str, *, keep: int, older_than: datetime | None) -> int: ...
     def set_call_outcome(self, world_id: str, agent_id: str, call_id: str, outcome: str, error: str | None) -> bool: ...
-    def rewrite_calls(self, db: Any, world_id: str, sender: str, rewrite: Callable[[bytes], bytes | None]) -> int: ...
+    def rewrite_calls(
+        self,
+        db: Any,
+        world_id: str,
+        person: str,
+        messages: Collection[int],
+        rewrite: Callable[[bytes, bool], bytes | None],
+    ) -> int: ...
 
     # whole worlds: deleted, exported, imported (world_delete.py, world_dump.py)
     def delete_world(self, world_id: str, facts: FactScopes, then: AlsoRemove | None = None) -> Removed | None: ...

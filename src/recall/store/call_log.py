@@ -6,7 +6,7 @@ except to hand it to a rewrite inside an erase's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -67,14 +67,15 @@ class SQLCalls(SQLWrites):
 
     def add_calls(self, calls: Sequence[NewCall]) -> int:
         """Store these calls in one transaction; those of an agent deleted meanwhile are left
-        out. How many were stored."""
+        out, and so are those made before their agent was (an agent or a world deleted and made
+        again under the same name, while its calls waited to be written). How many were stored."""
         stored = 0
         with self._write() as db:
             for call in calls:
                 key = self._execute(
                     db,
-                    "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent'",
-                    (call.world_id, call.agent_id),
+                    "SELECT key FROM participants WHERE world_id = ? AND id = ? AND kind = 'agent' AND created_at <= ?",
+                    (call.world_id, call.agent_id, ts(call.created_at)),
                 ).fetchone()
                 if key is None:
                     continue
@@ -160,18 +161,40 @@ class SQLCalls(SQLWrites):
             ).rowcount
         return bool(changed)
 
-    def rewrite_calls(self, db: Any, world_id: str, sender: str, rewrite: Callable[[bytes], bytes | None]) -> int:
-        """Inside the open transaction `db`: pass the body of each of the world's calls that
-        quotes `sender` to `rewrite` and store what it returns instead (None: unchanged); how
-        many changed. For an erase, which must leave no id of the erased person in them."""
+    def rewrite_calls(
+        self,
+        db: Any,
+        world_id: str,
+        person: str,
+        messages: Collection[int],
+        rewrite: Callable[[bytes, bool], bytes | None],
+    ) -> int:
+        """Inside the open transaction `db`: for an erase of `person` (lowercased), whose
+        `messages` went, every call of the world that quotes them gets the body `rewrite`
+        returns (None: unchanged; told whether the call's trigger was among `messages`), no
+        trigger among `messages` and no `person` among its senders; how many changed. Only
+        those calls are read (the `senders` column)."""
         changed = 0
-        quoted = "%\t" + sender.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "\t%"
+        mark = f"\t{person}\t"
+        quoted = "%" + mark.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self._execute(
-            db, "SELECT id, body FROM model_calls WHERE world_id = ? AND senders LIKE ? ESCAPE '\\'", (world_id, quoted)
+            db,
+            "SELECT id, body, trigger_id FROM model_calls WHERE world_id = ? AND senders LIKE ? ESCAPE '\\'",
+            (world_id, quoted),
         ).fetchall()
-        for call_id, body in rows:
-            new = rewrite(bytes(body))
-            if new is not None:
-                self._execute(db, "UPDATE model_calls SET body = ? WHERE id = ?", (self._blob(new), call_id))
-                changed += 1
+        for call_id, body, trigger in rows:
+            trigger_gone = trigger is not None and int(trigger) in messages
+            new = rewrite(bytes(body), trigger_gone)
+            self._execute(
+                db,
+                "UPDATE model_calls SET body = ?, senders = replace(senders, ?, ?), trigger_id = ? WHERE id = ?",
+                (
+                    self._blob(bytes(body) if new is None else new),
+                    mark,
+                    "\t",
+                    None if trigger_gone else trigger,
+                    call_id,
+                ),
+            )
+            changed += int(new is not None or trigger_gone)
         return changed

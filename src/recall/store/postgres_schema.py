@@ -232,6 +232,8 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE notes ALTER COLUMN updated_at SET NOT NULL;
         ALTER TABLE notes ADD COLUMN expires_at DOUBLE PRECISION;
         CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL;
+        -- A world's expired memories, looked up before each read of its memories.
+        CREATE INDEX notes_by_world_expiry ON notes (world_id, expires_at) WHERE expires_at IS NOT NULL;
         """,
     ),
     (

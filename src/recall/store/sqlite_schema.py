@@ -296,6 +296,8 @@ MIGRATIONS: list[tuple[int, str]] = [
         UPDATE notes SET updated_at = created_at;
         ALTER TABLE notes ADD COLUMN expires_at REAL;
         CREATE INDEX notes_by_expiry ON notes (expires_at) WHERE expires_at IS NOT NULL;
+        -- A world's expired memories, looked up before each read of its memories.
+        CREATE INDEX notes_by_world_expiry ON notes (world_id, expires_at) WHERE expires_at IS NOT NULL;
         """,
     ),
     (
