@@ -237,3 +237,29 @@ def test_runner_run_keeps_the_conversation_in_the_session(mem: Recall, world: Wo
     # recall holds the conversation: the human's questions, agent-a's calls and answers.
     senders = [m.sender for m in world.messages("weather")]
     assert senders == ["maria", "agent-a", "system", "agent-a"] * 2
+
+
+def test_the_newest_items_are_read_from_the_end_of_a_long_session(mem: Recall, world: World, monkeypatch: Any) -> None:
+    # get_items(limit=n), pop_item and clear_session read about n rows, however long the session.
+    s = session(mem, world)
+    run(s.add_items([{"role": "user", "content": f"m{n}"} for n in range(600)]))
+    store = mem.service.store
+    read: list[int] = []
+    real = store.newest_messages
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rows = real(*args, **kwargs)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store, "newest_messages", counted)
+    assert [i["content"] for i in run(s.get_items(limit=3))] == ["m597", "m598", "m599"]  # type: ignore[typeddict-item]
+    assert 0 < sum(read) <= 32  # one page from the end
+    read.clear()
+    assert run(s.pop_item()) == {"role": "user", "content": "m599"}
+    assert run(s.pop_item()) == {"role": "user", "content": "m598"}  # skips the popped one
+    assert 0 < sum(read) <= 64
+    read.clear()
+    run(s.clear_session())
+    assert 0 < sum(read) <= 32 and run(s.get_items()) == []
+    assert len(run(s.get_items(limit=-1))) == 0

@@ -32,8 +32,10 @@ from recall.errors import (
 )
 from recall.limits import MAX_ID, MAX_MEMORY_KEY
 
-#: Messages read per page when an adapter walks a chat.
+#: The most messages read per page when an adapter walks a chat from its end.
 PAGE = 1000
+#: The first page read from a chat's end (`newest_first`).
+FIRST_PAGE = 32
 #: Ids a did-you-mean names at most, and ids an error lists when none is close.
 _MATCHES = 3
 _LISTED = 10
@@ -174,14 +176,17 @@ def note_key(prefix: str, name: str) -> str:
     return f"{prefix}:sha256:{hashlib.sha256(name.encode()).hexdigest()}"
 
 
-def chat_messages(world: World, chat: str | None, after: int = 0) -> Iterator[Message]:
-    """Every message of one chat of `world` (None: the default chat) after id `after`, oldest first."""
+def newest_first(world: World, chat: str | None, after: int = 0) -> Iterator[Message]:
+    """The messages of one chat of `world` after id `after`, newest first, read from the end of
+    the chat's index in pages that grow from a few rows (a caller that wants the newest few
+    reads about that many, however long the chat)."""
+    store, before, page = world.service.store, 2**63 - 1, FIRST_PAGE
     while True:
-        page = world.messages(chat, after=after, limit=PAGE)
-        yield from page
-        if len(page) < PAGE:
+        rows = store.newest_messages(world.key, chat, before=before, after=after, limit=page)
+        yield from rows
+        if len(rows) < page:
             return
-        after = page[-1].id
+        before, page = rows[-1].id, min(page * 4, PAGE)
 
 
 class HiddenMessages:

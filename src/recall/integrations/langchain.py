@@ -61,9 +61,9 @@ from recall.errors import InvalidInputError
 from recall.integrations._common import (
     HiddenMessages,
     chat_id_for,
-    chat_messages,
     ensure_agent,
     ensure_human,
+    newest_first,
     note_key,
     resolve_world,
 )
@@ -268,7 +268,5 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
     def clear(self) -> None:
         """Hide the chat's messages so far from this history (they stay in recall)."""
         through, _ = self._hidden.load()
-        newest = through
-        for message in chat_messages(self.world, self.chat, after=through):
-            newest = message.id
-        self._hidden.hide_through(newest)
+        newest = next(newest_first(self.world, self.chat, after=through), None)  # the chat's newest only
+        self._hidden.hide_through(through if newest is None else newest.id)

@@ -45,9 +45,9 @@ from recall.app.posting import PostRequest
 from recall.integrations._common import (
     HiddenMessages,
     chat_id_for,
-    chat_messages,
     ensure_agent,
     ensure_human,
+    newest_first,
     note_key,
     resolve_world,
 )
@@ -113,10 +113,10 @@ class RecallSession:
         the newest `limit` of them."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        items = [item for _, item in await asyncio.to_thread(self._items)]
-        if limit is None or limit < 0:
-            return items
-        return items[-limit:] if limit > 0 else []
+        if limit is not None and limit == 0:
+            return []
+        wanted = None if limit is None or limit < 0 else limit
+        return [item for _, item in await asyncio.to_thread(self._items, wanted)]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Post the items into the session's chat, all or none."""
@@ -135,11 +135,15 @@ class RecallSession:
 
     # -- in a worker thread ---------------------------------------------------------------
 
-    def _items(self) -> list[tuple[int, TResponseInputItem]]:
-        """(message id, item) of the session's visible items, oldest first."""
+    def _items(self, limit: int | None = None) -> list[tuple[int, TResponseInputItem]]:
+        """(message id, item) of the session's visible items, oldest first: the newest `limit`
+        (None: all), read from the end of the chat, so a few cost a few rows however long the
+        session is."""
         through, hidden = self._hidden.load()
         found: list[tuple[int, TResponseInputItem]] = []
-        for message in chat_messages(self.world, self.chat, after=through):
+        for message in newest_first(self.world, self.chat, after=through):
+            if limit is not None and len(found) >= limit:
+                break
             data = message.metadata.get(META)
             if (
                 isinstance(data, dict)
@@ -148,6 +152,7 @@ class RecallSession:
                 and message.id not in hidden
             ):
                 found.append((message.id, data["item"]))
+        found.reverse()
         return found
 
     def _post(self, requests: list[PostRequest]) -> None:
@@ -158,7 +163,7 @@ class RecallSession:
 
     def _pop(self) -> TResponseInputItem | None:
         with self._lock:
-            items = self._items()
+            items = self._items(1)
             if not items:
                 return None
             message_id, item = items[-1]
@@ -168,10 +173,8 @@ class RecallSession:
     def _clear(self) -> None:
         with self._lock:
             through, _ = self._hidden.load()
-            newest = through
-            for message in chat_messages(self.world, self.chat, after=through):
-                newest = message.id
-            self._hidden.hide_through(newest)
+            newest = next(newest_first(self.world, self.chat, after=through), None)
+            self._hidden.hide_through(through if newest is None else newest.id)
 
     # -- items as messages ----------------------------------------------------------------
 

@@ -221,6 +221,9 @@ class Store(Protocol):
     def list_messages(
         self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
     ) -> list[Message]: ...
+    def newest_messages(
+        self, world_id: str, chat_id: str | None, *, before: int, after: int = 0, limit: int = 100
+    ) -> list[Message]: ...
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]: ...
     def iter_heard(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None

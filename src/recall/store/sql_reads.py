@@ -251,6 +251,20 @@ class SQLReads:
             params = (world_id, chat_key(chat_id), after, limit)
         return [message_record(r) for r in self._read(sql, params)]
 
+    def newest_messages(
+        self, world_id: str, chat_id: str | None, *, before: int, after: int = 0, limit: int = 100
+    ) -> list[Message]:
+        """The chat's messages with `after` < id < `before`, newest first, at most `limit` (the
+        chat's index read from its end)."""
+        return [
+            message_record(r)
+            for r in self._read(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ?"
+                " AND m.id > ? ORDER BY m.id DESC LIMIT ?",
+                (world_id, chat_key(chat_id), before, after, limit),
+            )
+        ]
+
     def inbox(
         self, world_id: str, agent_id: str, unread_only: bool = True, limit: int = 100, after: int = 0
     ) -> list[tuple[Message, bool]]:
