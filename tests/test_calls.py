@@ -231,7 +231,7 @@ def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall, monkey
 
     def watched(erasure: Any) -> Any:
         scrub = real(erasure)
-        return lambda body, trigger_gone: visited.append(body) or scrub(body, trigger_gone)
+        return lambda body, trigger: visited.append(body) or scrub(body, trigger)
 
     monkeypatch.setattr(calls_module, "_scrubber", watched)
     world.delete_human("a_b", erase=True)

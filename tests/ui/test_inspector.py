@@ -279,6 +279,7 @@ def test_model_calls_timeline_replay_and_compare(live: LiveServer, page: Page) -
     expect(page.locator("#verdict")).to_contain_text("the same bytes")
     expect(page.locator("#call-items")).to_contain_text("fact")
     expect(page.locator("#replayed .msg").first).to_be_visible()
+    expect(page.locator("#replayed h2")).to_contain_text("as sent")
 
     # A fact edited since: not the same bytes, and the diff names the fact and why.
     fact = live.mem.scope("user:maria").list()[0]
@@ -287,6 +288,7 @@ def test_model_calls_timeline_replay_and_compare(live: LiveServer, page: Page) -
     expect(page.locator("#verdict")).to_have_attribute("data-identical", "false")
     edited = page.locator(f'#diff-table tr[data-change="edited"][data-id="{fact.id}"]')
     expect(edited).to_contain_text("edited since the call")
+    expect(page.locator("#replayed h2")).to_contain_text("not what was sent")
 
     # Compare the two from the timeline: the shallower one left history out.
     page.goto(f"{live.url}/ui/worlds/support/agents/billing/calls")

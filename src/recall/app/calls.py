@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall.app.context import Contexts
@@ -122,12 +122,18 @@ def record_of(context: Context, call_id: str, source: str, at: datetime, copies:
 
 
 def pack(record: CallRecord) -> bytes:
+    """The stored body of a record: its `body()` as compact JSON, compressed."""
     return zlib.compress(json.dumps(record.body(), separators=(",", ":")).encode(), 6)
+
+
+def _decoded(body: bytes) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(zlib.decompress(body))
+    return data
 
 
 def unpack(row: CallRow, world_id: str, with_items: bool = True) -> CallRecord:
     record = CallRecord.from_body(
-        json.loads(zlib.decompress(row.body)),
+        _decoded(row.body),
         with_items=with_items,
         call_id=row.id,
         world_id=world_id,
@@ -486,24 +492,17 @@ class _Erasure:
         return self.store.rewrite_calls(db, world_key, erasure.person, erasure.messages, _scrubber(erasure))
 
 
-def _scrubber(erasure: Erasure) -> Callable[[bytes, bool], bytes | None]:
-    """A stored record's body without anything of the erased person (None: it held nothing),
-    told whether the message the call answered was theirs."""
+def _scrubber(erasure: Erasure) -> Callable[[bytes, int | None], bytes | None]:
+    """A stored record's body, of a call that answered `trigger`, without anything of the
+    erased person (None: it held nothing): `Erasure.scrub`, as a record still queued gets it."""
 
-    def scrub(body: bytes, trigger_gone: bool) -> bytes | None:
-        data = json.loads(zlib.decompress(body))
-        items = [CallItem.from_list(row) for row in data["items"]]
-        kept = [i for i in items if not erasure.drops(i)]
-        if len(kept) == len(items) and not trigger_gone:
-            return None
-        if trigger_gone:
-            data["trigger_erased"] = True
-        data["items"] = [i.to_list() for i in kept]
-        inside = sum(1 for i in kept if i.included)
-        data["counts"] = [inside, len(kept) - inside]
-        data["erased"] = int(data.get("erased", 0)) + len(items) - len(kept)
-        data.pop("messages", None)  # a full copy quoted them
-        return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
+    def scrub(body: bytes, trigger: int | None) -> bytes | None:
+        record = CallRecord.from_body(
+            _decoded(body), call_id="", world_id="", agent_id="", chat_id=None, trigger_id=trigger,
+            at=datetime.fromtimestamp(0, UTC), source="", call_digest="",
+        )  # fmt: skip
+        scrubbed = erasure.scrub(record)
+        return None if scrubbed is record else pack(scrubbed)
 
     return scrub
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -171,7 +171,7 @@ class Contexts:
             "summarizer": request.summarizer is not None,
             "caller_blocks": [block.section for block in blocks],
             "observation": observation is not None,
-            **{f"recalled_{name}": value for name, value in asdict(settings).items()},
+            **{f"recalled_{name}": value for name, value in vars(settings).items()},  # flat: no deep copy
         }
         params = BuildParams(world.key, world.tenant, message_id, model, explicit, shaped)
         return replace(built, params=params)

@@ -327,7 +327,7 @@ class Store(Protocol):
         world_id: str,
         person: str,
         messages: Collection[int],
-        rewrite: Callable[[bytes, bool], bytes | None],
+        rewrite: Callable[[bytes, int | None], bytes | None],
     ) -> int: ...
 
     # whole worlds: deleted, exported, imported (world_delete.py, world_dump.py)

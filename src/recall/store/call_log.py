@@ -167,11 +167,11 @@ class SQLCalls(SQLWrites):
         world_id: str,
         person: str,
         messages: Collection[int],
-        rewrite: Callable[[bytes, bool], bytes | None],
+        rewrite: Callable[[bytes, int | None], bytes | None],
     ) -> int:
         """Inside the open transaction `db`: for an erase of `person` (lowercased), whose
         `messages` went, every call of the world that quotes them gets the body `rewrite`
-        returns (None: unchanged; told whether the call's trigger was among `messages`), no
+        returns (None: unchanged; given the id of the message the call answered), no
         trigger among `messages` and no `person` among its senders; how many changed. Only
         those calls are read (the `senders` column)."""
         changed = 0
@@ -184,7 +184,7 @@ class SQLCalls(SQLWrites):
         ).fetchall()
         for call_id, body, trigger in rows:
             trigger_gone = trigger is not None and int(trigger) in messages
-            new = rewrite(bytes(body), trigger_gone)
+            new = rewrite(bytes(body), None if trigger is None else int(trigger))
             self._execute(
                 db,
                 "UPDATE model_calls SET body = ?, senders = replace(senders, ?, ?), trigger_id = ? WHERE id = ?",

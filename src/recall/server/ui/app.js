@@ -453,11 +453,17 @@ async function callPage(worldId, agentId, callId) {
   const parts = [el("h1", {}, heading), summary];
   if (result.diff) parts.push(diffCard(result.diff));
   parts.push(itemsCard(call));
+  const messagesCard = (id, title, messages) => el("div", { class: "card", id }, el("h2", {}, title),
+    messages.map((m) => el("div", { class: "msg", dataset: { role: m.role } }, el("span", { class: "role" }, m.role),
+      m.name ? el("span", { class: "muted" }, ` (${m.name})`) : "",
+      el("pre", { class: "block" }, typeof m.content === "string" ? m.content : JSON.stringify(m.content)))));
+  // What the model was sent: a full copy when the store keeps one, else the rebuilt context
+  // when its bytes hash the same as the call's.
+  if (call.messages) parts.push(messagesCard("sent", "The context as sent (a full copy)", call.messages));
   if (!other && result.messages) {
-    parts.push(el("div", { class: "card", id: "replayed" }, el("h2", {}, "The context rebuilt now"),
-      result.messages.map((m) => el("div", { class: "msg", dataset: { role: m.role } }, el("span", { class: "role" }, m.role),
-        m.name ? el("span", { class: "muted" }, ` (${m.name})`) : "",
-        el("pre", { class: "block" }, typeof m.content === "string" ? m.content : JSON.stringify(m.content))))));
+    const title = result.diff?.identical ? "The context as sent (rebuilt from the store: the same bytes)"
+      : "The context rebuilt now (not what was sent: see what differs)";
+    parts.push(messagesCard("replayed", title, result.messages));
   }
   main().replaceChildren(...parts);
 }
