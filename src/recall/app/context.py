@@ -308,8 +308,10 @@ class Contexts:
         def read(candidates: Sequence[RecallCandidate]) -> dict[int, Passage]:
             # The candidates are what the agent heard (`heard_ids`); the turns before them are checked.
             heard = self.store.messages_among(world.key, [c.id for c in candidates])
-            # Only a short passage brings the turn it answers; each word is at least one token.
-            short = {i: m for i, m in heard.items() if len(m.content.split()) <= settings.neighbour_tokens}
+            # Only a short passage brings the turn it answers; each word is at least one token
+            # (split no further than one word past the limit: most passages are longer).
+            most = settings.neighbour_tokens
+            short = {i: m for i, m in heard.items() if len(m.content.split(None, most)) <= most}
             previous = self._turns_before(world, agent, short)
             return {i: Passage(m, previous.get(i)) for i, m in heard.items()}
 

@@ -77,6 +77,33 @@ class ReportItem:
     #: Facts, memories and similar messages of a context block: why they ranked where they did.
     score: dict[str, Any] | None = None
 
+    def __init__(
+        self,
+        kind: str,
+        id: int | str | None,
+        included: bool,
+        section: str | None = None,
+        reason: str | None = None,
+        tokens: int = 0,
+        sender: str | None = None,
+        chat_id: str | None = None,
+        score: dict[str, Any] | None = None,
+    ) -> None:
+        # The frozen dataclass's own __init__ sets each field through object.__setattr__; a
+        # build reports hundreds of items (each scanned and recalled message), so they go in
+        # at once: the same fields, still frozen afterwards.
+        self.__dict__.update(
+            kind=kind,
+            id=id,
+            included=included,
+            section=section,
+            reason=reason,
+            tokens=tokens,
+            sender=sender,
+            chat_id=chat_id,
+            score=score,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "id": self.id, "included": self.included}
         if self.sender is not None:

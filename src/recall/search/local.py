@@ -36,7 +36,7 @@ import threading
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -76,6 +76,9 @@ _GROWTH = 1024
 
 _KIND_CODES = {"message": 0, "memory": 1, "fact": 2}
 _KINDS = tuple(_KIND_CODES)
+#: What a partition's search found: its rows, best first, and their scores.
+Found = tuple[NDArray[np.int64], NDArray[np.float32]]
+_NONE_FOUND: Found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
 @lru_cache(maxsize=1)
@@ -444,14 +447,14 @@ class _Partition:
             keep &= field.passing(condition, n)
         return keep
 
-    def keyword(self, terms: Sequence[str], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
-        """(item id, BM25 score) of the `limit` best rows `keep` passes that hold a term, best first."""
+    def keyword(self, terms: Sequence[str], keep: NDArray[np.bool_], limit: int) -> Found:
+        """The `limit` best rows `keep` passes that hold a term, best first, with their BM25 scores."""
         n = self.size
         if not self.live:
-            return []
+            return _NONE_FOUND
         kept = int(np.count_nonzero(keep))
         if not kept:
-            return []
+            return _NONE_FOUND
         # Filters that keep few rows (a world's memories among its messages): only their
         # postings are scored. The idf stays the whole partition's.
         selective = kept * SELECTIVE_SHARE < n
@@ -483,12 +486,12 @@ class _Partition:
     def _idf(self, df: int) -> float:
         return math.log(1 + (self.live - df + 0.5) / (df + 0.5))
 
-    def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> list[tuple[int, float]]:
-        """(item id, cosine distance) of the `limit` nearest rows `keep` passes, nearest first."""
+    def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> Found:
+        """The `limit` nearest rows `keep` passes, nearest first, with their cosine distances."""
         keep = keep & self.has_vector[: self.size]
         passing = int(keep.sum())
         if passing == 0:
-            return []
+            return _NONE_FOUND
         if passing <= EXACT_MAX_ROWS or self.graph is None:
             rows = np.flatnonzero(keep)
             return self._distances(rows, self.matrix[rows] @ query, limit)
@@ -506,18 +509,42 @@ class _Partition:
         rows = np.flatnonzero(keep)
         return self._distances(rows, self.matrix[rows] @ query, limit)
 
-    def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+    def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> Found:
         """The `limit` best of `rows` by score, best first; equal scores in row order."""
         if len(rows) > limit:
             top = best_positions(scores, limit)
             rows, scores = rows[top], scores[top]
         order = np.argsort(-scores, kind="stable")
-        return [(int(self.ids[r]), float(s)) for r, s in zip(rows[order], scores[order], strict=True)]
+        return rows[order], scores[order]
 
-    def _distances(
-        self, rows: NDArray[np.int64], similarity: NDArray[np.float32], limit: int
-    ) -> list[tuple[int, float]]:
-        return [(item, 1.0 - s) for item, s in self._best(rows, similarity, limit)]
+    def _distances(self, rows: NDArray[np.int64], similarity: NDArray[np.float32], limit: int) -> Found:
+        rows, similarity = self._best(rows, similarity, limit)
+        return rows, 1.0 - similarity
+
+    def items(self, found: Found) -> list[tuple[int, float]]:
+        """(item id, score) of found rows."""
+        rows, scores = found
+        return list(zip(self.ids[rows].tolist(), scores.tolist(), strict=True))
+
+    def candidates(self, found: Found, sign: float, value: Callable[[int], str]) -> list[Candidate]:
+        """Found rows as ranking reads them, each score times `sign` (lower is better there);
+        `value` reads a coded sender or chat."""
+        rows, scores = found
+        columns = zip(
+            self.ids[rows].tolist(),
+            self.kind[rows].tolist(),
+            self.source[rows].tolist(),
+            self.sender[rows].tolist(),
+            self.chat[rows].tolist(),
+            self.created[rows].tolist(),
+            self.chars[rows].tolist(),
+            (scores * sign).tolist(),
+            strict=True,
+        )
+        return [
+            Candidate(item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score)
+            for item, kind, source, sender, chat, created, chars, score in columns
+        ]
 
 
 class LocalIndex:
@@ -568,7 +595,16 @@ class LocalIndex:
             partition = self._partitions.get((filters.tenant, filters.space.lower()))
             if partition is None or limit < 1 or not terms:
                 return []
-            return partition.keyword(terms, partition.mask(filters, self._codes), limit)
+            return partition.items(partition.keyword(terms, partition.mask(filters, self._codes), limit))
+
+    def keyword_candidates(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
+        """`keyword`'s items as ranking reads them, scored by the negated BM25 score."""
+        with self._lock:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            if partition is None or limit < 1 or not terms:
+                return []
+            found = partition.keyword(terms, partition.mask(filters, self._codes), limit)
+            return partition.candidates(found, -1.0, self._codes.value)
 
     def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
         """What a text of average length holding each of `terms` once would score in `keyword`
@@ -584,35 +620,19 @@ class LocalIndex:
             partition = self._partitions.get((filters.tenant, filters.space.lower()))
             if partition is None or limit < 1:
                 return []
-            keep = partition.mask(filters, self._codes)
-            return partition.nearest(np.asarray(query, dtype=np.float32), keep, limit)
+            return partition.items(self._nearest(partition, query, filters, limit))
 
-    def candidates(self, filters: Filters, found: Sequence[tuple[int, float]]) -> list[Candidate]:
-        """The items of a search of this partition (`keyword`, `nearest`) as ranking reads them,
-        with their scores (negated for keyword: lower is better); an item removed since is left
-        out."""
-        key = (filters.tenant, filters.space.lower())
+    def nearest_candidates(self, query: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+        """`nearest`'s items as ranking reads them, scored by the cosine distance."""
         with self._lock:
-            partition = self._partitions.get(key)
-            if partition is None:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            if partition is None or limit < 1:
                 return []
-            places = [(item, self._where.get(item), score) for item, score in found]
-            kept = [(item, place[1], score) for item, place, score in places if place is not None and place[0] == key]
-            rows = np.asarray([row for _, row, _ in kept], dtype=np.int64)
-            columns = zip(
-                partition.kind[rows].tolist(),
-                partition.source[rows].tolist(),
-                partition.sender[rows].tolist(),
-                partition.chat[rows].tolist(),
-                partition.created[rows].tolist(),
-                partition.chars[rows].tolist(),
-                strict=True,
-            )
-            value = self._codes.value
-            return [
-                Candidate(item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score)
-                for (item, _, score), (kind, source, sender, chat, created, chars) in zip(kept, columns, strict=True)
-            ]
+            return partition.candidates(self._nearest(partition, query, filters, limit), 1.0, self._codes.value)
+
+    def _nearest(self, partition: _Partition, query: NDArray[np.float32], filters: Filters, limit: int) -> Found:
+        keep = partition.mask(filters, self._codes)
+        return partition.nearest(np.asarray(query, dtype=np.float32), keep, limit)
 
     def build_graphs(self) -> int:
         """Build or extend the HNSW graph of every partition with enough vectors; how many rows

@@ -197,8 +197,7 @@ class SQLiteSearch:
 
     def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
         """Candidates scored by the negated BM25 score (lower is better)."""
-        local = self._in_step()
-        return local.candidates(filters, [(item, -score) for item, score in local.keyword(terms, filters, limit)])
+        return self._in_step().keyword_candidates(terms, filters, limit)
 
     def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
         """BM25's score of a text of average length holding each of `terms` once."""
@@ -208,5 +207,4 @@ class SQLiteSearch:
         """Candidates scored by the cosine distance: `limit` whenever that many items pass the
         filters."""
         self.create_vectors(None, len(vector))  # a no-op but for a backend made without the length
-        local = self._in_step()
-        return local.candidates(filters, local.nearest(vector, filters, limit))
+        return self._in_step().nearest_candidates(vector, filters, limit)

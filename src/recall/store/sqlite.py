@@ -88,6 +88,8 @@ def _open_error(path: str, exc: Exception) -> StoreOpenError:
 
 #: Seconds a write waits for another process's write (`Settings.busy_timeout`).
 DEFAULT_BUSY_TIMEOUT = 5.0
+#: The connection's page cache, at most (filled only as pages are read).
+PAGE_CACHE_KIB = 64 * 1024
 
 
 class SQLiteStore(SQLWorlds):
@@ -123,6 +125,9 @@ class SQLiteStore(SQLWorlds):
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
             self._db.execute("PRAGMA wal_autocheckpoint = 8000")
+            # A context build looks up a few hundred messages and deliveries by key, spread over
+            # the whole file: SQLite's default 2 MiB page cache holds little of a large store.
+            self._db.execute(f"PRAGMA cache_size = {-PAGE_CACHE_KIB}")
             self._migrate()
         except sqlite3.Error as exc:
             self._db.close()
