@@ -77,8 +77,8 @@ _GROWTH = 1024
 _KIND_CODES = {"message": 0, "memory": 1, "fact": 2}
 _KINDS = tuple(_KIND_CODES)
 #: What a partition's search found: its rows, best first, and their scores.
-Found = tuple[NDArray[np.int64], NDArray[np.float32]]
-_NONE_FOUND: Found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+Found = tuple[NDArray[np.int64], NDArray[np.floating[Any]]]
+_NONE_FOUND: Found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
 
 @lru_cache(maxsize=1)
@@ -519,7 +519,7 @@ class _Partition:
 
     def _distances(self, rows: NDArray[np.int64], similarity: NDArray[np.float32], limit: int) -> Found:
         rows, similarity = self._best(rows, similarity, limit)
-        return rows, 1.0 - similarity
+        return rows, 1.0 - similarity.astype(np.float64)  # as a distance was always computed
 
     def items(self, found: Found) -> list[tuple[int, float]]:
         """(item id, score) of found rows."""
