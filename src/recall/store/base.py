@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message, SenderType
@@ -114,6 +114,13 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: When it stops being returned and is deleted; None: never.
     expires_at: datetime | None = None
+
+
+class Address(NamedTuple):
+    """Where a keyed memory lives (`store/keyed.py`): `namespace` its labels joined by '.', and its key."""
+
+    namespace: str
+    key: str
 
 
 @dataclass(frozen=True)
@@ -307,6 +314,25 @@ class Store(Protocol):
         ...
 
     def delete_memory(self, world_id: str, note_id: int) -> bool: ...
+    def memories_among(self, world_id: str, memory_ids: Sequence[int]) -> dict[int, Memory]: ...
+
+    # keyed memories (keyed.py)
+    def put_keyed_memory(
+        self, world_id: str, address: Address, note: NewMemory, then: AlsoWrite | None = None
+    ) -> Memory: ...
+    def keyed_memory(self, world_id: str, owner: str, address: Address) -> Memory | None: ...
+    def keyed_memories(
+        self,
+        world_id: str,
+        owner: str,
+        prefix: str = "",
+        *,
+        before: tuple[datetime, int] | None = None,
+        limit: int = 100,
+    ) -> list[Memory]: ...
+    def keyed_namespaces(self, world_id: str, owner: str, prefix: str = "", limit: int = 10_000) -> list[str]: ...
+    def unkeyed_memories(self, world_id: str, owner: str, type: str, limit: int = 1000) -> list[Memory]: ...
+    def set_memory_address(self, world_id: str, memory_id: int, address: Address) -> bool: ...
     def delete_expired_memories(self, world_id: str | None, now: datetime, then: AlsoRemove | None = None) -> Removed:
         """Delete the memories of a world (by key; None: of every world) whose expiry is at or
         before `now`; their ids in `Removed.memories`. `then` runs in the same transaction, only

@@ -10,8 +10,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from recall.store.keyed import SQLKeyed
 from recall.store.rows import chat_id_of, chat_key, dt, ts
-from recall.store.sql_writes import SQLWrites
 
 CALL_COLUMNS = "c.id, p.id, c.chat_id, c.trigger_id, c.created_at, c.source, c.digest, c.body, c.outcome, c.error"
 _FROM = "model_calls c JOIN participants p ON p.key = c.agent_key"
@@ -62,7 +62,7 @@ def _row(row: Sequence[Any]) -> CallRow:
     )  # fmt: skip
 
 
-class SQLCalls(SQLWrites):
+class SQLCalls(SQLKeyed):
     """Recorded model calls, shared by both stores."""
 
     def add_calls(self, calls: Sequence[NewCall]) -> int:

@@ -270,6 +270,19 @@ MIGRATIONS: list[tuple[int, str]] = [
             WHERE EXISTS (SELECT 1 FROM search_items WHERE kind <> 'fact');
         """,
     ),
+    (
+        10,
+        """
+        -- Keyed memories, as in the SQLite store's version 13; the namespace compares byte by
+        -- byte (COLLATE "C"), so that a prefix is one range of the index whatever the locale.
+        ALTER TABLE notes ADD COLUMN namespace TEXT COLLATE "C";
+        ALTER TABLE notes ADD COLUMN item_key TEXT;
+        CREATE UNIQUE INDEX notes_by_address ON notes (world_id, owner, namespace, item_key)
+            WHERE item_key IS NOT NULL;
+        CREATE INDEX notes_keyed_by_update ON notes (world_id, owner, updated_at, id) WHERE item_key IS NOT NULL;
+        CREATE INDEX notes_unkeyed ON notes (world_id, owner) WHERE type = 'langgraph' AND item_key IS NULL;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

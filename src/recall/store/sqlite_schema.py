@@ -340,6 +340,22 @@ MIGRATIONS: list[tuple[int, str]] = [
             WHERE EXISTS (SELECT 1 FROM search_items WHERE kind <> 'fact');
         """,
     ),
+    (
+        13,
+        """
+        -- Keyed memories (store/keyed.py): a memory an adapter addresses by a namespace (its
+        -- labels joined by '.', which no label holds) and a key, unique per world and owner
+        -- (the LangGraph store's items), found by that address, by a namespace prefix (a range
+        -- of the index) or newest write first. Items written before carry their address in
+        -- their metadata only: the store adopts them when it first opens (`unkeyed` finds them).
+        ALTER TABLE notes ADD COLUMN namespace TEXT;
+        ALTER TABLE notes ADD COLUMN item_key TEXT;
+        CREATE UNIQUE INDEX notes_by_address ON notes (world_id, owner, namespace, item_key)
+            WHERE item_key IS NOT NULL;
+        CREATE INDEX notes_keyed_by_update ON notes (world_id, owner, updated_at, id) WHERE item_key IS NOT NULL;
+        CREATE INDEX notes_unkeyed ON notes (world_id, owner) WHERE type = 'langgraph' AND item_key IS NULL;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,154 @@
+"""Keyed memories: long-term memories an adapter addresses by a namespace and a key, unique per
+world and owner (the LangGraph store's items), found through the index on that address:
+
+- one by its address (`keyed_memory`), written over in place (`put_keyed_memory`: an upsert, so
+  two processes writing the same address at once leave one memory);
+- a namespace and everything below it as one range of the index: a namespace is its labels
+  joined by '.', which no label holds, so the namespaces below `a.b` are those from `a.b.` up
+  to `a.b/` ('/' follows '.');
+- newest write first (`keyed_memories`, a page at a time), and the distinct namespaces, each found
+  by one step down the index (`keyed_namespaces`), never by reading every item.
+
+The same SQL on SQLite and PostgreSQL (`?` placeholders, as `SQLWrites`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from recall.store.base import Address, AlsoWrite, Memory, NewMemory
+from recall.store.rows import NOTE_COLUMNS, note_record, ts
+from recall.store.sql_writes import SQLWrites
+
+#: What joins a namespace's labels (LangGraph's labels never hold it).
+SEPARATOR = "."
+_KEYED = "item_key IS NOT NULL"  # spelt as the partial indexes' condition, so they serve
+
+
+def _below(prefix: str, column: str = "namespace") -> tuple[str, tuple[Any, ...]]:
+    """The condition that a namespace is `prefix` or below it ('': any), and its parameters:
+    one range of the index, [prefix, prefix + '/'), less the siblings inside it (`a.b-c`)."""
+    if not prefix:
+        return "", ()
+    return (
+        f" AND {column} >= ? AND {column} < ? AND ({column} = ? OR {column} >= ?)",
+        (prefix, prefix + "/", prefix, prefix + SEPARATOR),
+    )
+
+
+class SQLKeyed(SQLWrites):
+    """Keyed memories on both stores."""
+
+    def put_keyed_memory(
+        self, world_id: str, address: Address, note: NewMemory, then: AlsoWrite | None = None
+    ) -> Memory:
+        """Write `note` at `address`: a new memory, or over the one there (its id and created_at
+        stay; its type, content, importance, chat, metadata and expiry become `note`'s, and its
+        updated_at `note.created_at`). `then` runs in the same transaction with the memory as stored."""
+        expires = None if note.expires_at is None else ts(note.expires_at)
+        with self._write() as db:
+            row = self._execute(
+                db,
+                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at,"
+                " updated_at, expires_at, namespace, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                f" ON CONFLICT (world_id, owner, namespace, item_key) WHERE {_KEYED} DO UPDATE SET"
+                " type = excluded.type, content = excluded.content, importance = excluded.importance,"
+                " chat_id = excluded.chat_id, metadata = excluded.metadata, updated_at = excluded.updated_at,"
+                f" expires_at = excluded.expires_at RETURNING {NOTE_COLUMNS}",
+                (
+                    world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
+                    json.dumps(note.metadata), ts(note.created_at), ts(note.created_at), expires,
+                    address.namespace, address.key,
+                ),
+            ).fetchone()  # fmt: skip
+            stored = note_record(row)
+            if then is not None:
+                then(db, stored)
+        return stored
+
+    def keyed_memory(self, world_id: str, owner: str, address: Address) -> Memory | None:
+        """The memory at `address`, expired or not (the caller compares `expires_at`)."""
+        rows = self._read(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner = ? AND namespace = ? AND item_key = ?"
+            f" AND {_KEYED}",
+            (world_id, owner, address.namespace, address.key),
+        )
+        return note_record(rows[0]) if rows else None
+
+    def keyed_memories(
+        self,
+        world_id: str,
+        owner: str,
+        prefix: str = "",
+        *,
+        before: tuple[datetime, int] | None = None,
+        limit: int = 100,
+    ) -> list[Memory]:
+        """The keyed memories of a namespace and those below it ('': all), newest write first
+        (then highest id), from just after `before` (the last one's (updated_at, id)) on."""
+        where, params = _below(prefix)
+        if before is not None:
+            at, memory_id = ts(before[0]), before[1]
+            where += " AND (updated_at < ? OR (updated_at = ? AND id < ?))"
+            params = (*params, at, at, memory_id)
+        rows = self._read(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner = ? AND {_KEYED}{where}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (world_id, owner, *params, limit),
+        )
+        return [note_record(r) for r in rows]
+
+    def keyed_namespaces(self, world_id: str, owner: str, prefix: str = "", limit: int = 10_000) -> list[str]:
+        """The distinct namespaces of keyed memories at or below `prefix` ('': all), in order, at
+        most `limit`: each the least one above the last (a step down the index, not a scan)."""
+        where, params = _below(prefix, "n.namespace")
+        scope = f"n.world_id = ? AND n.owner = ? AND n.{_KEYED}{where}"
+        rows = self._read(
+            "WITH RECURSIVE found (namespace) AS ("
+            f" SELECT MIN(n.namespace) FROM notes n WHERE {scope}"
+            " UNION ALL"
+            f" SELECT (SELECT MIN(n.namespace) FROM notes n WHERE {scope} AND n.namespace > found.namespace)"
+            " FROM found WHERE found.namespace IS NOT NULL"
+            ") SELECT namespace FROM found WHERE namespace IS NOT NULL LIMIT ?",
+            (world_id, owner, *params, world_id, owner, *params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    def unkeyed_memories(self, world_id: str, owner: str, type: str, limit: int = 1000) -> list[Memory]:
+        """Memories of `type` without an address (written before keyed memories were), oldest first."""
+        rows = self._read(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner = ? AND type = ? AND item_key IS NULL"
+            " ORDER BY id LIMIT ?",
+            (world_id, owner, type, limit),
+        )
+        return [note_record(r) for r in rows]
+
+    def set_memory_address(self, world_id: str, memory_id: int, address: Address) -> bool:
+        """Give a memory without one its address; False when another memory already has it (or
+        the memory is gone)."""
+        with self._write() as db:
+            taken = self._execute(
+                db,
+                f"SELECT 1 FROM notes n WHERE n.world_id = ? AND n.namespace = ? AND n.item_key = ? AND n.{_KEYED}"
+                " AND n.owner = (SELECT owner FROM notes WHERE world_id = ? AND id = ?)",
+                (world_id, address.namespace, address.key, world_id, memory_id),
+            ).fetchone()
+            if taken is not None:
+                return False
+            cursor = self._execute(
+                db,
+                "UPDATE notes SET namespace = ?, item_key = ? WHERE world_id = ? AND id = ? AND item_key IS NULL",
+                (address.namespace, address.key, world_id, memory_id),
+            )
+            return bool(cursor.rowcount > 0)
+
+    def memories_among(self, world_id: str, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        """The world's memories among `memory_ids`, by id."""
+        found: dict[int, Memory] = {}
+        for one_of, params in self._ids_in("id", memory_ids):
+            rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND {one_of}", (world_id, *params))
+            found.update((int(r[0]), note_record(r)) for r in rows)
+        return found
