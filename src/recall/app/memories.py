@@ -21,7 +21,7 @@ from recall.app.agent_state import MAX_MEMORY_TTL
 from recall.app.gate import require_may_delete_memory, require_may_update_memory
 from recall.app.worlds import Worlds
 from recall.errors import NUL_MESSAGE, InvalidInputError, PermissionDeniedError, UnknownMemoryError
-from recall.store.base import Memory, NewMemory, Store, WorldRecord
+from recall.store.base import Address, Memory, NewMemory, Store, WorldRecord
 from recall.store.world_records import Removed
 
 if TYPE_CHECKING:
@@ -219,6 +219,47 @@ class Memories:
         if self.index is not None:
             self.index.add([_item(world, note)])
         return note
+
+    def put_adapter_memory(
+        self,
+        world_id: str,
+        address: Address,
+        content: str,
+        *,
+        type: str,
+        importance: int = 5,
+        agent: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        written_at: datetime | None = None,
+        expires_at: datetime | None = None,
+    ) -> Memory:
+        """`add_adapter_memory` at an address (a keyed memory, `store/keyed.py`): a new memory, or
+        written over the one there, with its search item, in one transaction."""
+        world = self.worlds.get_world(world_id)
+        owner = self.worlds.get_agent(world.key, agent).id if agent is not None else ""
+        text = _check_note(content, type, importance, metadata)
+        if expires_at is not None:
+            expires_at = limits.check_time("expires_at", expires_at)
+        index = self.index
+
+        def reindex(db: Any, stored: Memory) -> None:
+            if index is not None:
+                index.add_in(db, [_item(world, stored)])
+
+        return self.store.put_keyed_memory(
+            world.key,
+            address,
+            NewMemory(
+                owner=owner,
+                type=type,
+                content=text,
+                importance=importance,
+                created_at=written_at or clock(),
+                metadata=dict(metadata or {}),
+                expires_at=expires_at,
+            ),
+            then=reindex,
+        )
 
     def list_memories(
         self, world_id: str, agent: str | None = None, min_importance: int = 1, limit: int = 100

@@ -31,18 +31,26 @@ next operation that comes across it. The expiry is also its memory's own (`expir
 recall's contexts and searches never show an expired item either, and the background sweep of
 expired memories deletes it as well.
 
-Each operation reads the store's items of the world once (a batch reads them once for all its
-operations): made for thousands of items, not millions.
+Every operation finds items through indexes, never by reading them all: an item is a keyed
+memory (`store/keyed.py`) at its namespace and key, so `get`, `put` and `delete` are one look-up
+each; a namespace prefix is a range of that index; a listing without a query reads newest write
+first, a page at a time, and stops once its page is full; `list_namespaces` steps down the
+index one namespace at a time; a query search asks recall's search for the store's own items
+under the prefix (the owner, the prefix's labels, whether the item is indexed and the filter's
+text values are keys of the memory's metadata, `langgraph:*`, which the search index filters on
+before it ranks). Items an older recall wrote (without an address) are adopted when a store first
+opens on them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -69,14 +77,24 @@ from recall.app.search import SearchResult, check_min_score
 from recall.errors import InvalidInputError, UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
 from recall.limits import MAX_NOTE_CHARS
-from recall.store.base import Memory
+from recall.search.metadata import MAX_CONDITIONS, MAX_KEY_CHARS, MAX_VALUE_CHARS
+from recall.store.base import NAMESPACE_SEPARATOR, Address, Memory, Store
 
 #: The type of the memories that hold a store's items (other memories of the world are left alone).
 MEMORY_TYPE = "langgraph"
 #: The metadata field holding the item.
 META = "langgraph"
-#: Read every memory of the store at once.
-_EVERY = 2**31 - 1
+#: Keys of a memory's metadata that recall's search filters a query search on (`_search_keys`):
+#: the store's owner, whether the item is searched at all, each namespace label by depth, and
+#: each text value of the item by its dotted path.
+_OWNER_KEY = "langgraph:owner"
+_INDEXED_KEY = "langgraph:indexed"
+_LABEL_KEY = "langgraph:ns:{}"
+_VALUE_KEY = "langgraph:value:{}"
+#: Items a listing without a query reads at least per page (it reads on until its page is full).
+_PAGE = 64
+#: Items written before keyed memories, adopted per read when a store first opens on them.
+_ADOPT_BATCH = 1000
 #: recall's search returns at most this many hits per call.
 _MAX_K = 1000
 
@@ -108,8 +126,12 @@ class _Stored:
     def search_item(self, score: float | None = None) -> SearchItem:
         return SearchItem(self.namespace, self.key, self.value, self.created_at, self.updated_at, score)
 
-    def metadata(self) -> dict[str, Any]:
+    def address(self) -> Address:
+        return _address(self.namespace, self.key)
+
+    def metadata(self, owner: str) -> dict[str, Any]:
         return {
+            **_search_keys(owner, self.namespace, self.value, self.indexed),
             META: {
                 "namespace": list(self.namespace),
                 "key": self.key,
@@ -119,7 +141,7 @@ class _Stored:
                 "index": self.indexed,
                 "ttl": self.ttl,
                 "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
-            }
+            },
         }
 
     def expired(self, now: datetime) -> bool:
@@ -154,6 +176,50 @@ def _parse(memory: Memory) -> _Stored | None:
         float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None,
         expires,
     )
+
+
+def _address(namespace: Sequence[str], key: str) -> Address:
+    return Address(NAMESPACE_SEPARATOR.join(namespace), key)
+
+
+def _text_leaves(value: Mapping[str, Any], path: str = "") -> Iterable[tuple[str, str]]:
+    """(dotted path, text) of each text value of an item, nested objects included."""
+    for field, inner in value.items():
+        where = f"{path}.{field}" if path else str(field)
+        if isinstance(inner, str):
+            yield where, inner
+        elif isinstance(inner, Mapping):
+            yield from _text_leaves(inner, where)
+
+
+def _kept(key: str, value: str) -> bool:
+    """Whether the search index keeps this metadata key and text (`search/metadata.py`)."""
+    return len(key) <= MAX_KEY_CHARS and len(value) <= MAX_VALUE_CHARS
+
+
+def _search_keys(owner: str, namespace: Sequence[str], value: Mapping[str, Any], indexed: bool) -> dict[str, Any]:
+    """The metadata keys a query search filters the store's items on (see `_conditions`)."""
+    keys: dict[str, Any] = {_OWNER_KEY: owner.lower(), _INDEXED_KEY: indexed}
+    keys.update((_LABEL_KEY.format(depth), label) for depth, label in enumerate(namespace))
+    keys.update((_VALUE_KEY.format(path), text) for path, text in _text_leaves(value))
+    return {k: v for k, v in keys.items() if not isinstance(v, str) or _kept(k, v)}
+
+
+def _conditions(owner: str, prefix: Sequence[str], filter: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What recall's search can check of a query search before it ranks: the owner, indexed
+    items only, the prefix's labels, and each filter key asking for a text (equal as JSON text
+    and as Python compare it). Every hit is still checked whole (`_filter_matches`): these only
+    keep the search from ranking what cannot pass."""
+    conditions: dict[str, Any] = {_OWNER_KEY: owner.lower(), _INDEXED_KEY: True}
+    for depth, label in enumerate(prefix):
+        key = _LABEL_KEY.format(depth)
+        if len(conditions) < MAX_CONDITIONS and _kept(key, label):
+            conditions[key] = label
+    for path, wanted in (filter or {}).items():
+        key = _VALUE_KEY.format(path)
+        if isinstance(wanted, str) and len(conditions) < MAX_CONDITIONS and _kept(key, wanted):
+            conditions[key] = wanted
+    return conditions
 
 
 def _check_namespace(namespace: tuple[str, ...], *, writing: bool = False) -> None:
@@ -391,6 +457,7 @@ class RecallStore(BaseStore):
         self.min_score = min_score
         self._owner = self.agent.id if self.agent is not None else ""
         self._lock = threading.RLock()
+        self._adopted = False
 
     def __repr__(self) -> str:
         return f"RecallStore(world={self.world.id!r}, agent={self._owner or None!r})"
@@ -401,18 +468,18 @@ class RecallStore(BaseStore):
         """Run the operations in order; one result per operation."""
         ops = list(ops)
         with self._lock:
-            live = self._load()
+            self._adopt()
             results: list[Result] = []
             for op in ops:
                 if isinstance(op, GetOp):
-                    results.append(self._get(live, op))
+                    results.append(self._get(op))
                 elif isinstance(op, PutOp):
-                    self._put(live, op)
+                    self._put(op)
                     results.append(None)
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(live, op))
+                    results.append(self._search(op))
                 elif isinstance(op, ListNamespacesOp):
-                    results.append(self._list_namespaces(live, op))
+                    results.append(self._list_namespaces(op))
                 else:
                     raise ValueError(f"Unknown operation type: {type(op)}")
             return results
@@ -423,27 +490,27 @@ class RecallStore(BaseStore):
 
     # -- the operations -------------------------------------------------------------------
 
-    def _get(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: GetOp) -> Item | None:
+    def _get(self, op: GetOp) -> Item | None:
         _check_namespace(op.namespace)
-        stored = live.get((tuple(op.namespace), str(op.key)))
+        stored = self._at(tuple(op.namespace), str(op.key))
         if stored is None:
             return None
         if op.refresh_ttl:
-            stored = self._refresh(live, stored)
+            stored = self._refresh(stored)
         return stored.item()
 
-    def _put(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: PutOp) -> None:
+    def _put(self, op: PutOp) -> None:
         namespace, key = tuple(op.namespace), str(op.key)
         if op.value is None:
             _check_namespace(namespace)
-            old = live.pop((namespace, key), None)
-            if old is not None:
-                self._delete(old.memory_id)
+            gone = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, key))
+            if gone is not None:
+                self._delete(gone.id)
             return
         _check_namespace(namespace, writing=True)
         if not isinstance(op.value, Mapping):
             raise TypeError(f"a store value must be a mapping (a JSON object), got {type(op.value).__name__}")
-        old = live.get((namespace, key))
+        old = self._at(namespace, key)
         now = datetime.now(UTC)
         ttl = None if op.ttl is None else float(op.ttl)
         stored = _Stored(
@@ -458,62 +525,85 @@ class RecallStore(BaseStore):
             None if ttl is None else now + timedelta(minutes=ttl),
         )
         paths = op.index if isinstance(op.index, list) else self.fields
-        live[(namespace, key)] = self._write(stored, _search_text(stored.value, paths) if stored.indexed else "")
-        if old is not None:
-            self._delete(old.memory_id)
+        self._write(stored, _search_text(stored.value, paths) if stored.indexed else "")
 
-    def _search(self, live: dict[tuple[tuple[str, ...], str], _Stored], op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         _check_namespace(prefix)
         _check_filter(op.filter or {})
-        candidates = [
-            s
-            for s in live.values()
-            if s.namespace[: len(prefix)] == prefix and (not op.filter or _filter_matches(s.value, op.filter))
-        ]
         if op.query and op.query.strip():
-            scored = self._ranked(op.query, {s.memory_id: s for s in candidates if s.indexed}, op.offset + op.limit)
-            page = scored[op.offset : op.offset + op.limit]
+            page = self._ranked(op.query, prefix, op.filter, op.offset + op.limit)[op.offset : op.offset + op.limit]
         else:
-            candidates.sort(key=lambda s: (s.updated_at, s.memory_id), reverse=True)
-            page = [(s, None) for s in candidates[op.offset : op.offset + op.limit]]
+            newest = ((s, None) for s in self._newest(prefix, op.filter, op.offset + op.limit))
+            page = list(itertools.islice(newest, op.offset, op.offset + op.limit))
         if op.refresh_ttl:
-            page = [(self._refresh(live, s), score) for s, score in page]
+            page = [(self._refresh(s), score) for s, score in page]
         return [s.search_item(score) for s, score in page]
 
-    def _ranked(self, query: str, by_id: dict[int, _Stored], wanted: int) -> list[tuple[_Stored, float | None]]:
-        """The candidates recall's search finds for `query`, best first, with its scores: at
-        least `wanted` of them when it finds that many."""
-        if not by_id or wanted <= 0:
+    def _passes(self, stored: _Stored, prefix: tuple[str, ...], filter: Mapping[str, Any] | None) -> bool:
+        return stored.namespace[: len(prefix)] == prefix and (not filter or _filter_matches(stored.value, filter))
+
+    def _newest(self, prefix: tuple[str, ...], filter: Mapping[str, Any] | None, wanted: int) -> Iterator[_Stored]:
+        """The live items under `prefix` that pass `filter`, newest write first: read a page at a
+        time, each page as large as what is still wanted (at least _PAGE)."""
+        before: tuple[datetime, int] | None = None
+        while True:
+            size = max(_PAGE, wanted)
+            page = self._store.keyed_memories(
+                self.world.key, self._owner, NAMESPACE_SEPARATOR.join(prefix), before=before, limit=size
+            )
+            for memory in page:
+                stored = self._live(memory)
+                if stored is not None and self._passes(stored, prefix, filter):
+                    wanted -= 1
+                    yield stored
+            if len(page) < size:
+                return
+            before = (page[-1].updated_at, page[-1].id)
+
+    def _ranked(
+        self, query: str, prefix: tuple[str, ...], filter: Mapping[str, Any] | None, wanted: int
+    ) -> list[tuple[_Stored, float | None]]:
+        """What recall's search finds for `query` among the store's items under `prefix` that
+        pass `filter`, best first, with its scores: at least `wanted` of them when there are."""
+        if wanted <= 0:
             return []
         if self.fresh_search:
             self.mem.refresh_index()
+        conditions = _conditions(self._owner, prefix, filter)
         k = min(_MAX_K, max(10, 2 * wanted))
         while True:
-            hits = self._recall_search(query, k)
+            hits = self._recall_search(query, k, conditions)
+            memories = self._store.memories_among(self.world.key, [h.source_id for h in hits])
             ranked: list[tuple[_Stored, float | None]] = []
-            seen: set[int] = set()
             for hit in hits:
-                stored = by_id.get(hit.source_id)
-                if stored is not None and hit.source_id not in seen:
-                    seen.add(hit.source_id)
+                memory = memories.get(hit.source_id)
+                stored = self._live(memory) if memory is not None else None
+                if stored is not None and stored.indexed and self._passes(stored, prefix, filter):
                     ranked.append((stored, hit.score))
             if len(ranked) >= wanted or len(hits) < k or k >= _MAX_K:
                 return ranked
             k = min(_MAX_K, k * 4)
 
-    def _recall_search(self, query: str, k: int) -> list[SearchResult]:
+    def _recall_search(self, query: str, k: int, conditions: Mapping[str, Any]) -> list[SearchResult]:
         if self.agent is not None:
-            return self.agent.search(query, k=k, kinds=["memory"], min_score=self.min_score)
-        return self.world.search(query, k=k, kinds=["memory"], min_score=self.min_score)
+            return self.agent.search(query, k=k, kinds=["memory"], min_score=self.min_score, metadata=conditions)
+        return self.world.search(query, k=k, kinds=["memory"], min_score=self.min_score, metadata=conditions)
 
-    def _list_namespaces(
-        self, live: dict[tuple[tuple[str, ...], str], _Stored], op: ListNamespacesOp
-    ) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()
         for condition in conditions:
             _check_namespace(tuple(p for p in condition.path if p != "*"))
-        namespaces = {s.namespace for s in live.values()}
+        # A prefix without wildcards narrows the look-up to its range of the index.
+        prefix: tuple[str, ...] = ()
+        for condition in conditions:
+            path = tuple(condition.path)
+            if condition.match_type == "prefix" and "*" not in path and len(path) > len(prefix):
+                prefix = path
+        namespaces = {
+            tuple(name.split(NAMESPACE_SEPARATOR))
+            for name in self._store.keyed_namespaces(self.world.key, self._owner, NAMESPACE_SEPARATOR.join(prefix))
+        }
         kept = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)}
         if op.max_depth is not None:
             kept = {ns[: op.max_depth] for ns in kept}
@@ -521,46 +611,55 @@ class RecallStore(BaseStore):
 
     # -- memories -------------------------------------------------------------------------
 
-    def _load(self) -> dict[tuple[tuple[str, ...], str], _Stored]:
-        """The live items by (namespace, key). Expired items, and older copies of an item (left
-        by a write another process made at the same time, or one cut short), are deleted."""
-        memories = self.mem.service.store.list_memories(self.world.key, [self._owner], 1, _EVERY)
-        now = datetime.now(UTC)
-        live: dict[tuple[tuple[str, ...], str], _Stored] = {}
-        stale: list[int] = []
-        for memory in memories:
-            if memory.owner.lower() != self._owner.lower():
-                continue
-            stored = _parse(memory)
-            if stored is None:
-                continue
-            if stored.expired(now):
-                stale.append(stored.memory_id)
-                continue
-            slot = (stored.namespace, stored.key)
-            other = live.get(slot)
-            if other is None or other.memory_id < stored.memory_id:
-                live[slot] = stored
-                if other is not None:
-                    stale.append(other.memory_id)
-            else:
-                stale.append(stored.memory_id)
-        for memory_id in stale:
-            self._delete(memory_id)
-        return live
+    @property
+    def _store(self) -> Store:
+        return self.mem.service.store
+
+    def _at(self, namespace: tuple[str, ...], key: str) -> _Stored | None:
+        """The live item at (namespace, key), if there is one."""
+        memory = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, key))
+        return None if memory is None else self._live(memory)
+
+    def _live(self, memory: Memory) -> _Stored | None:
+        """The item a memory of this store holds; None for another memory, or an expired item
+        (deleted, as every operation that comes across one does)."""
+        if memory.owner.lower() != self._owner.lower():
+            return None
+        stored = _parse(memory)
+        if stored is None:
+            return None
+        if stored.expired(datetime.now(UTC)):
+            self._delete(stored.memory_id)
+            return None
+        return stored
+
+    def _adopt(self) -> None:
+        """Give the items an older recall wrote (without an address) theirs, once per store:
+        each written again at its address, oldest first (so the newest copy of an item wins),
+        and the old memory deleted."""
+        if self._adopted:
+            return
+        while batch := self._store.unkeyed_memories(self.world.key, self._owner, _ADOPT_BATCH):
+            for memory in batch:
+                stored = _parse(memory) if memory.owner.lower() == self._owner.lower() else None
+                if stored is not None and not stored.expired(datetime.now(UTC)):
+                    self._write(stored, memory.content)
+                self._delete(memory.id)
+        self._adopted = True
 
     def _write(self, stored: _Stored, text: str) -> _Stored:
-        """Store the item as a new memory; the item with that memory's id."""
+        """Store the item at its address (over what was there); the item with its memory's id."""
         if not text.strip():
             text = "/".join(stored.namespace) + "/" + stored.key
-        memory = self.mem.service.memories.add_adapter_memory(
+        memory = self.mem.service.memories.put_adapter_memory(
             self.world.key,
+            stored.address(),
             text[:MAX_NOTE_CHARS],
             type=MEMORY_TYPE,
             importance=self.importance,
             agent=self.agent.id if self.agent is not None else None,
-            metadata=stored.metadata(),
-            created_at=stored.updated_at,
+            metadata=stored.metadata(self._owner),
+            written_at=stored.updated_at,
             # The memory's own expiry too: recall's contexts and searches never show it after.
             expires_at=stored.expires_at,
         )
@@ -573,13 +672,10 @@ class RecallStore(BaseStore):
                 self.world.key, memory_id, self.agent.id if self.agent is not None else None
             )
 
-    def _refresh(self, live: dict[tuple[tuple[str, ...], str], _Stored], stored: _Stored) -> _Stored:
+    def _refresh(self, stored: _Stored) -> _Stored:
         """Restart an item's TTL (a read with refresh_ttl): written again with a new expiry."""
         if stored.ttl is None:
             return stored
-        old = self.mem.service.store.get_memory(self.world.key, stored.memory_id)
+        old = self._store.get_memory(self.world.key, stored.memory_id)
         fresh = replace(stored, expires_at=datetime.now(UTC) + timedelta(minutes=stored.ttl))
-        fresh = self._write(fresh, old.content if old is not None else "")
-        live[(stored.namespace, stored.key)] = fresh
-        self._delete(stored.memory_id)
-        return fresh
+        return self._write(fresh, old.content if old is not None else "")

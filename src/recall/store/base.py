@@ -116,6 +116,10 @@ class NewMemory:
     expires_at: datetime | None = None
 
 
+#: What joins a keyed memory's namespace labels (LangGraph's labels never hold it).
+NAMESPACE_SEPARATOR = "."
+
+
 class Address(NamedTuple):
     """Where a keyed memory lives (`store/keyed.py`): `namespace` its labels joined by '.', and its key."""
 
@@ -331,8 +335,7 @@ class Store(Protocol):
         limit: int = 100,
     ) -> list[Memory]: ...
     def keyed_namespaces(self, world_id: str, owner: str, prefix: str = "", limit: int = 10_000) -> list[str]: ...
-    def unkeyed_memories(self, world_id: str, owner: str, type: str, limit: int = 1000) -> list[Memory]: ...
-    def set_memory_address(self, world_id: str, memory_id: int, address: Address) -> bool: ...
+    def unkeyed_memories(self, world_id: str, owner: str, limit: int = 1000) -> list[Memory]: ...
     def delete_expired_memories(self, world_id: str | None, now: datetime, then: AlsoRemove | None = None) -> Removed:
         """Delete the memories of a world (by key; None: of every world) whose expiry is at or
         before `now`; their ids in `Removed.memories`. `then` runs in the same transaction, only

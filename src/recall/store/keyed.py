@@ -19,12 +19,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from recall.store.base import Address, AlsoWrite, Memory, NewMemory
+from recall.store.base import NAMESPACE_SEPARATOR, Address, AlsoWrite, Memory, NewMemory
 from recall.store.rows import NOTE_COLUMNS, note_record, ts
 from recall.store.sql_writes import SQLWrites
 
-#: What joins a namespace's labels (LangGraph's labels never hold it).
-SEPARATOR = "."
 _KEYED = "item_key IS NOT NULL"  # spelt as the partial indexes' condition, so they serve
 
 
@@ -35,7 +33,7 @@ def _below(prefix: str, column: str = "namespace") -> tuple[str, tuple[Any, ...]
         return "", ()
     return (
         f" AND {column} >= ? AND {column} < ? AND ({column} = ? OR {column} >= ?)",
-        (prefix, prefix + "/", prefix, prefix + SEPARATOR),
+        (prefix, prefix + "/", prefix, prefix + NAMESPACE_SEPARATOR),
     )
 
 
@@ -117,33 +115,15 @@ class SQLKeyed(SQLWrites):
         )
         return [str(r[0]) for r in rows]
 
-    def unkeyed_memories(self, world_id: str, owner: str, type: str, limit: int = 1000) -> list[Memory]:
-        """Memories of `type` without an address (written before keyed memories were), oldest first."""
+    def unkeyed_memories(self, world_id: str, owner: str, limit: int = 1000) -> list[Memory]:
+        """The LangGraph store's items an older recall wrote, without an address, oldest first
+        (`type` spelt out: the condition of the partial index that finds them)."""
         rows = self._read(
-            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner = ? AND type = ? AND item_key IS NULL"
-            " ORDER BY id LIMIT ?",
-            (world_id, owner, type, limit),
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND owner = ? AND type = 'langgraph'"
+            " AND item_key IS NULL ORDER BY id LIMIT ?",
+            (world_id, owner, limit),
         )
         return [note_record(r) for r in rows]
-
-    def set_memory_address(self, world_id: str, memory_id: int, address: Address) -> bool:
-        """Give a memory without one its address; False when another memory already has it (or
-        the memory is gone)."""
-        with self._write() as db:
-            taken = self._execute(
-                db,
-                f"SELECT 1 FROM notes n WHERE n.world_id = ? AND n.namespace = ? AND n.item_key = ? AND n.{_KEYED}"
-                " AND n.owner = (SELECT owner FROM notes WHERE world_id = ? AND id = ?)",
-                (world_id, address.namespace, address.key, world_id, memory_id),
-            ).fetchone()
-            if taken is not None:
-                return False
-            cursor = self._execute(
-                db,
-                "UPDATE notes SET namespace = ?, item_key = ? WHERE world_id = ? AND id = ? AND item_key IS NULL",
-                (address.namespace, address.key, world_id, memory_id),
-            )
-            return bool(cursor.rowcount > 0)
 
     def memories_among(self, world_id: str, memory_ids: Sequence[int]) -> dict[int, Memory]:
         """The world's memories among `memory_ids`, by id."""
