@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 GRAPH_MIN_ROWS = 20_000
 #: When at most this many rows pass the filters, they are scored exactly, graph or not.
 EXACT_MAX_ROWS = 8_000
+#: Rows scored exactly are multiplied all at once, not gathered first, when more than one in this
+#: many pass the filters (`_Partition._products`).
+GATHER_SHARE = 16
 #: A keyword search scores only the postings its filters keep when they keep fewer than one
 #: row in this many.
 SELECTIVE_SHARE = 4
@@ -494,7 +497,7 @@ class _Partition:
             return _NONE_FOUND
         if passing <= EXACT_MAX_ROWS or self.graph is None:
             rows = np.flatnonzero(keep)
-            return self._distances(rows, self.matrix[rows] @ query, limit)
+            return self._distances(rows, self._products(rows, query), limit)
         wanted = min(self.size, math.ceil(GRAPH_OVERSAMPLE * limit * self.size / passing))
         # Rows embedded since the graph was last extended are scored exactly beside its candidates.
         recent = np.flatnonzero(keep & ~self.in_graph[: self.size])
@@ -507,7 +510,16 @@ class _Partition:
             wanted *= 4
         # Too few candidates pass: scoring every row costs less than asking the graph deeper.
         rows = np.flatnonzero(keep)
-        return self._distances(rows, self.matrix[rows] @ query, limit)
+        return self._distances(rows, self._products(rows, query), limit)
+
+    def _products(self, rows: NDArray[np.int64], query: NDArray[np.float32]) -> NDArray[np.float32]:
+        """The query's product with each row's vector. Where a large share of the rows is wanted,
+        the product of all rows is taken and the wanted ones picked from it: gathering rows out
+        of the matrix costs ~30 times more per row than multiplying one (10,000 of 384
+        dimensions: 3.3 ms gathered, 0.1 ms all at once)."""
+        if len(rows) * GATHER_SHARE > self.size:
+            return (self.matrix[: self.size] @ query)[rows]
+        return self.matrix[rows] @ query
 
     def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> Found:
         """The `limit` best of `rows` by score, best first; equal scores in row order."""
