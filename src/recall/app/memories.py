@@ -11,10 +11,10 @@ store (`Memories.purge_expired`, every `SWEEP_INTERVAL` seconds)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 
 from recall import limits
 from recall.app.agent_state import MAX_MEMORY_TTL
@@ -39,6 +39,16 @@ UPDATABLE = ("content", "type", "importance", "metadata", "expires_at", "ttl")
 def clock() -> datetime:
     """The time memories expire by: now, in UTC (a test moves it with monkeypatch)."""
     return datetime.now(UTC)
+
+
+class KeyedWrite(NamedTuple):
+    """One keyed memory an adapter writes (`Memories.put_adapter_memories`)."""
+
+    address: Address
+    content: str
+    metadata: Mapping[str, Any]
+    written_at: datetime
+    expires_at: datetime | None = None
 
 
 class MemoryFields(TypedDict, total=False):
@@ -220,46 +230,40 @@ class Memories:
             self.index.add([_item(world, note)])
         return note
 
-    def put_adapter_memory(
+    def put_adapter_memories(
         self,
         world_id: str,
-        address: Address,
-        content: str,
+        items: Sequence[KeyedWrite],
         *,
         type: str,
         importance: int = 5,
         agent: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        written_at: datetime | None = None,
-        expires_at: datetime | None = None,
-    ) -> Memory:
-        """`add_adapter_memory` at an address (a keyed memory, `store/keyed.py`): a new memory, or
-        written over the one there, with its search item, in one transaction."""
+    ) -> list[Memory]:
+        """`add_adapter_memory` at addresses (keyed memories, `store/keyed.py`), in order, in one
+        transaction with their search items: each a new memory, or written over the one there."""
         world = self.worlds.get_world(world_id)
         owner = self.worlds.get_agent(world.key, agent).id if agent is not None else ""
-        text = _check_note(content, type, importance, metadata)
-        if expires_at is not None:
-            expires_at = limits.check_time("expires_at", expires_at)
-        index = self.index
-
-        def reindex(db: Any, stored: Memory) -> None:
-            if index is not None:
-                index.add_in(db, [_item(world, stored)])
-
-        return self.store.put_keyed_memory(
-            world.key,
-            address,
-            NewMemory(
+        notes: list[tuple[Address, NewMemory]] = []
+        for item in items:
+            text = _check_note(item.content, type, importance, item.metadata)
+            expires = None if item.expires_at is None else limits.check_time("expires_at", item.expires_at)
+            note = NewMemory(
                 owner=owner,
                 type=type,
                 content=text,
                 importance=importance,
-                created_at=written_at or clock(),
-                metadata=dict(metadata or {}),
-                expires_at=expires_at,
-            ),
-            then=reindex,
-        )
+                created_at=item.written_at,
+                metadata=dict(item.metadata),
+                expires_at=expires,
+            )
+            notes.append((item.address, note))
+        index = self.index
+
+        def reindex(db: Any, stored: list[Memory]) -> None:
+            if index is not None:
+                index.add_in(db, [_item(world, memory) for memory in stored])
+
+        return self.store.put_keyed_memories(world.key, notes, then=reindex)
 
     def list_memories(
         self, world_id: str, agent: str | None = None, min_importance: int = 1, limit: int = 100

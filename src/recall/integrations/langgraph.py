@@ -73,6 +73,7 @@ from langgraph.store.base import (
 )
 
 from recall.api import Agent, Recall, World
+from recall.app.memories import KeyedWrite
 from recall.app.search import SearchResult, check_min_score
 from recall.errors import InvalidInputError, UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
@@ -470,11 +471,20 @@ class RecallStore(BaseStore):
         with self._lock:
             self._adopt()
             results: list[Result] = []
+            # Puts in a row are written together, in one transaction (a bulk load at the speed of
+            # the store, not of a transaction per item); any other operation sees them written.
+            writes: list[tuple[_Stored, str]] = []
             for op in ops:
+                if isinstance(op, PutOp) and op.value is not None:
+                    writes.append(self._put(op, writes))
+                    results.append(None)
+                    continue
+                self._write(writes)
+                writes = []
                 if isinstance(op, GetOp):
                     results.append(self._get(op))
                 elif isinstance(op, PutOp):
-                    self._put(op)
+                    self._delete_at(op)
                     results.append(None)
                 elif isinstance(op, SearchOp):
                     results.append(self._search(op))
@@ -482,6 +492,7 @@ class RecallStore(BaseStore):
                     results.append(self._list_namespaces(op))
                 else:
                     raise ValueError(f"Unknown operation type: {type(op)}")
+            self._write(writes)
             return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -499,18 +510,22 @@ class RecallStore(BaseStore):
             stored = self._refresh(stored)
         return stored.item()
 
-    def _put(self, op: PutOp) -> None:
+    def _delete_at(self, op: PutOp) -> None:
+        namespace = tuple(op.namespace)
+        _check_namespace(namespace)
+        gone = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, str(op.key)))
+        if gone is not None:
+            self._delete(gone.id)
+
+    def _put(self, op: PutOp, pending: Sequence[tuple[_Stored, str]]) -> tuple[_Stored, str]:
+        """The item a put writes, and its text to search (`pending`: the puts before it in its
+        batch, not written yet: an item put twice keeps its first created_at)."""
         namespace, key = tuple(op.namespace), str(op.key)
-        if op.value is None:
-            _check_namespace(namespace)
-            gone = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, key))
-            if gone is not None:
-                self._delete(gone.id)
-            return
         _check_namespace(namespace, writing=True)
         if not isinstance(op.value, Mapping):
             raise TypeError(f"a store value must be a mapping (a JSON object), got {type(op.value).__name__}")
-        old = self._at(namespace, key)
+        old = next((s for s, _ in reversed(pending) if (s.namespace, s.key) == (namespace, key)), None)
+        old = old or self._at(namespace, key)
         now = datetime.now(UTC)
         ttl = None if op.ttl is None else float(op.ttl)
         stored = _Stored(
@@ -525,7 +540,7 @@ class RecallStore(BaseStore):
             None if ttl is None else now + timedelta(minutes=ttl),
         )
         paths = op.index if isinstance(op.index, list) else self.fields
-        self._write(stored, _search_text(stored.value, paths) if stored.indexed else "")
+        return stored, _search_text(stored.value, paths) if stored.indexed else ""
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -640,30 +655,37 @@ class RecallStore(BaseStore):
         if self._adopted:
             return
         while batch := self._store.unkeyed_memories(self.world.key, self._owner, _ADOPT_BATCH):
+            parsed = [(_parse(memory), memory) for memory in batch]
+            now = datetime.now(UTC)
+            self._write([(s, m.content) for s, m in parsed if s is not None and not s.expired(now)])
             for memory in batch:
-                stored = _parse(memory) if memory.owner.lower() == self._owner.lower() else None
-                if stored is not None and not stored.expired(datetime.now(UTC)):
-                    self._write(stored, memory.content)
                 self._delete(memory.id)
         self._adopted = True
 
-    def _write(self, stored: _Stored, text: str) -> _Stored:
-        """Store the item at its address (over what was there); the item with its memory's id."""
-        if not text.strip():
-            text = "/".join(stored.namespace) + "/" + stored.key
-        memory = self.mem.service.memories.put_adapter_memory(
+    def _write(self, items: Sequence[tuple[_Stored, str]]) -> list[_Stored]:
+        """Store the items at their addresses (over what was there), in one transaction, with
+        their texts to search; the items with their memories' ids."""
+        if not items:
+            return []
+        writes = [
+            KeyedWrite(
+                stored.address(),
+                (text if text.strip() else "/".join(stored.namespace) + "/" + stored.key)[:MAX_NOTE_CHARS],
+                stored.metadata(self._owner),
+                stored.updated_at,
+                # The memory's own expiry too: recall's contexts and searches never show it after.
+                stored.expires_at,
+            )
+            for stored, text in items
+        ]
+        memories = self.mem.service.memories.put_adapter_memories(
             self.world.key,
-            stored.address(),
-            text[:MAX_NOTE_CHARS],
+            writes,
             type=MEMORY_TYPE,
             importance=self.importance,
             agent=self.agent.id if self.agent is not None else None,
-            metadata=stored.metadata(self._owner),
-            written_at=stored.updated_at,
-            # The memory's own expiry too: recall's contexts and searches never show it after.
-            expires_at=stored.expires_at,
         )
-        return replace(stored, memory_id=memory.id)
+        return [replace(stored, memory_id=m.id) for (stored, _), m in zip(items, memories, strict=True)]
 
     def _delete(self, memory_id: int) -> None:
         # Already gone: deleted meanwhile by another process, or by a sweep.
@@ -678,4 +700,4 @@ class RecallStore(BaseStore):
             return stored
         old = self._store.get_memory(self.world.key, stored.memory_id)
         fresh = replace(stored, expires_at=datetime.now(UTC) + timedelta(minutes=stored.ttl))
-        return self._write(fresh, old.content if old is not None else "")
+        return self._write([(fresh, old.content if old is not None else "")])[0]

@@ -506,7 +506,7 @@ class _Partition:
             found = found[keep[found]] if len(found) else found
             if len(found) >= limit or wanted >= self.vectors:
                 rows = np.union1d(found, recent)
-                return self._distances(rows, self.matrix[rows] @ query, limit)
+                return self._distances(rows, self._products(rows, query), limit)
             wanted *= 4
         # Too few candidates pass: scoring every row costs less than asking the graph deeper.
         rows = np.flatnonzero(keep)
@@ -518,8 +518,8 @@ class _Partition:
         of the matrix costs ~30 times more per row than multiplying one (10,000 of 384
         dimensions: 3.3 ms gathered, 0.1 ms all at once)."""
         if len(rows) * GATHER_SHARE > self.size:
-            return (self.matrix[: self.size] @ query)[rows]
-        return self.matrix[rows] @ query
+            return _product(self.matrix[: self.size], query)[rows]
+        return _product(self.matrix[rows], query)
 
     def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> Found:
         """The `limit` best of `rows` by score, best first; equal scores in row order."""
@@ -557,6 +557,15 @@ class _Partition:
             Candidate(item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score)
             for item, kind, source, sender, chat, created, chars, score in columns
         ]
+
+
+def _product(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Each row's product with the query, on this thread: numpy's `@` would hand a product this
+    small to OpenBLAS's threads, which then spin on the cores the embedding model and SQLite
+    need (a RecallStore query search over 10,000 items: 21.8 ms against 13.9 ms with BLAS on
+    one thread), for no gain (a 12,000 × 384 product: 0.95 ms on two threads, 0.76 here)."""
+    product: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return product
 
 
 class LocalIndex:

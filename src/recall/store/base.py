@@ -321,9 +321,12 @@ class Store(Protocol):
     def memories_among(self, world_id: str, memory_ids: Sequence[int]) -> dict[int, Memory]: ...
 
     # keyed memories (keyed.py)
-    def put_keyed_memory(
-        self, world_id: str, address: Address, note: NewMemory, then: AlsoWrite | None = None
-    ) -> Memory: ...
+    def put_keyed_memories(
+        self,
+        world_id: str,
+        notes: Sequence[tuple[Address, NewMemory]],
+        then: Callable[[Any, list[Memory]], None] | None = None,
+    ) -> list[Memory]: ...
     def keyed_memory(self, world_id: str, owner: str, address: Address) -> Memory | None: ...
     def keyed_memories(
         self,

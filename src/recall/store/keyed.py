@@ -1,8 +1,8 @@
 """Keyed memories: long-term memories an adapter addresses by a namespace and a key, unique per
 world and owner (the LangGraph store's items), found through the index on that address:
 
-- one by its address (`keyed_memory`), written over in place (`put_keyed_memory`: an upsert, so
-  two processes writing the same address at once leave one memory);
+- one by its address (`keyed_memory`), written over in place (`put_keyed_memories`: an upsert,
+  so two processes writing the same address at once leave one memory; a batch in one transaction);
 - a namespace and everything below it as one range of the index: a namespace is its labels
   joined by '.', which no label holds, so the namespaces below `a.b` are those from `a.b.` up
   to `a.b/` ('/' follows '.');
@@ -15,11 +15,11 @@ The same SQL on SQLite and PostgreSQL (`?` placeholders, as `SQLWrites`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from recall.store.base import NAMESPACE_SEPARATOR, Address, AlsoWrite, Memory, NewMemory
+from recall.store.base import NAMESPACE_SEPARATOR, Address, Memory, NewMemory
 from recall.store.rows import NOTE_COLUMNS, note_record, ts
 from recall.store.sql_writes import SQLWrites
 
@@ -40,29 +40,35 @@ def _below(prefix: str, column: str = "namespace") -> tuple[str, tuple[Any, ...]
 class SQLKeyed(SQLWrites):
     """Keyed memories on both stores."""
 
-    def put_keyed_memory(
-        self, world_id: str, address: Address, note: NewMemory, then: AlsoWrite | None = None
-    ) -> Memory:
-        """Write `note` at `address`: a new memory, or over the one there (its id and created_at
-        stay; its type, content, importance, chat, metadata and expiry become `note`'s, and its
-        updated_at `note.created_at`). `then` runs in the same transaction with the memory as stored."""
-        expires = None if note.expires_at is None else ts(note.expires_at)
+    def put_keyed_memories(
+        self,
+        world_id: str,
+        notes: Sequence[tuple[Address, NewMemory]],
+        then: Callable[[Any, list[Memory]], None] | None = None,
+    ) -> list[Memory]:
+        """Write each note at its address, in order, in one transaction: a new memory, or over the
+        one there (its id and created_at stay; its type, content, importance, chat, metadata and
+        expiry become the note's, and its updated_at the note's `created_at`). `then` runs in the
+        same transaction with the memories as stored."""
+        stored: list[Memory] = []
         with self._write() as db:
-            row = self._execute(
-                db,
-                "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at,"
-                " updated_at, expires_at, namespace, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                f" ON CONFLICT (world_id, owner, namespace, item_key) WHERE {_KEYED} DO UPDATE SET"
-                " type = excluded.type, content = excluded.content, importance = excluded.importance,"
-                " chat_id = excluded.chat_id, metadata = excluded.metadata, updated_at = excluded.updated_at,"
-                f" expires_at = excluded.expires_at RETURNING {NOTE_COLUMNS}",
-                (
-                    world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
-                    json.dumps(note.metadata), ts(note.created_at), ts(note.created_at), expires,
-                    address.namespace, address.key,
-                ),
-            ).fetchone()  # fmt: skip
-            stored = note_record(row)
+            for address, note in notes:
+                expires = None if note.expires_at is None else ts(note.expires_at)
+                row = self._execute(
+                    db,
+                    "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at,"
+                    " updated_at, expires_at, namespace, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    f" ON CONFLICT (world_id, owner, namespace, item_key) WHERE {_KEYED} DO UPDATE SET"
+                    " type = excluded.type, content = excluded.content, importance = excluded.importance,"
+                    " chat_id = excluded.chat_id, metadata = excluded.metadata, updated_at = excluded.updated_at,"
+                    f" expires_at = excluded.expires_at RETURNING {NOTE_COLUMNS}",
+                    (
+                        world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
+                        json.dumps(note.metadata), ts(note.created_at), ts(note.created_at), expires,
+                        address.namespace, address.key,
+                    ),
+                ).fetchone()  # fmt: skip
+                stored.append(note_record(row))
             if then is not None:
                 then(db, stored)
         return stored
