@@ -53,7 +53,20 @@ from recall.integrations.openai_agents import RecallSession
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "scaling_bench.json"
 #: Why an operation's time grows with the store, where it does by design.
 GROWS = {"export": "reads the whole world"}
-WORDS = "invoice order refund customer ticket status account billing shipping delivery error deploy".split()
+WORDS = [
+    "invoice",
+    "order",
+    "refund",
+    "customer",
+    "ticket",
+    "status",
+    "account",
+    "billing",
+    "shipping",
+    "delivery",
+    "error",
+    "deploy",
+]
 
 
 def timed(fn: Callable[[], Any], reps: int, warmup: int = 3) -> dict[str, float]:
