@@ -162,3 +162,26 @@ def _put(namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> Any:
     from langgraph.store.base import PutOp
 
     return PutOp(namespace, key, value)
+
+
+def test_a_batch_of_puts_is_one_write(mem: Recall) -> None:
+    """Puts in a row go in one transaction: an item put twice keeps its last value and its first
+    creation time, a get after them sees them, and a bad put writes none of the batch."""
+    from langgraph.store.base import GetOp
+
+    store = RecallStore(mem, world="lg", create=True)
+    store.put(("a",), "old", {"v": 0})
+    created = store.get(("a",), "old").created_at  # type: ignore[union-attr]
+    got = store.batch(
+        [
+            _put(("a",), "old", {"v": 1}),
+            _put(("a",), "new", {"v": 2}),
+            _put(("a",), "old", {"v": 3}),
+            GetOp(("a",), "old"),
+        ]
+    )
+    assert got[3] is not None and got[3].value == {"v": 3} and got[3].created_at == created
+    assert store.get(("a",), "new").value == {"v": 2}  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="[Nn]amespace"):
+        store.batch([_put(("a",), "never", {"v": 4}), _put(("langgraph",), "bad", {"v": 5})])
+    assert store.get(("a",), "never") is None

@@ -473,14 +473,15 @@ class RecallStore(BaseStore):
             results: list[Result] = []
             # Puts in a row are written together, in one transaction (a bulk load at the speed of
             # the store, not of a transaction per item); any other operation sees them written.
-            writes: list[tuple[_Stored, str]] = []
+            writes: dict[tuple[tuple[str, ...], str], tuple[_Stored, str]] = {}
             for op in ops:
                 if isinstance(op, PutOp) and op.value is not None:
-                    writes.append(self._put(op, writes))
+                    stored, text = self._put(op, writes)
+                    writes[(stored.namespace, stored.key)] = (stored, text)
                     results.append(None)
                     continue
-                self._write(writes)
-                writes = []
+                self._write(list(writes.values()))
+                writes = {}
                 if isinstance(op, GetOp):
                     results.append(self._get(op))
                 elif isinstance(op, PutOp):
@@ -492,7 +493,7 @@ class RecallStore(BaseStore):
                     results.append(self._list_namespaces(op))
                 else:
                     raise ValueError(f"Unknown operation type: {type(op)}")
-            self._write(writes)
+            self._write(list(writes.values()))
             return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -517,15 +518,17 @@ class RecallStore(BaseStore):
         if gone is not None:
             self._delete(gone.id)
 
-    def _put(self, op: PutOp, pending: Sequence[tuple[_Stored, str]]) -> tuple[_Stored, str]:
+    def _put(
+        self, op: PutOp, pending: Mapping[tuple[tuple[str, ...], str], tuple[_Stored, str]]
+    ) -> tuple[_Stored, str]:
         """The item a put writes, and its text to search (`pending`: the puts before it in its
         batch, not written yet: an item put twice keeps its first created_at)."""
         namespace, key = tuple(op.namespace), str(op.key)
         _check_namespace(namespace, writing=True)
         if not isinstance(op.value, Mapping):
             raise TypeError(f"a store value must be a mapping (a JSON object), got {type(op.value).__name__}")
-        old = next((s for s, _ in reversed(pending) if (s.namespace, s.key) == (namespace, key)), None)
-        old = old or self._at(namespace, key)
+        earlier = pending.get((namespace, key))
+        old = earlier[0] if earlier is not None else self._at(namespace, key)
         now = datetime.now(UTC)
         ttl = None if op.ttl is None else float(op.ttl)
         stored = _Stored(
