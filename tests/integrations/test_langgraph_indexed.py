@@ -185,3 +185,25 @@ def test_a_batch_of_puts_is_one_write(mem: Recall) -> None:
     with pytest.raises(Exception, match="[Nn]amespace"):
         store.batch([_put(("a",), "never", {"v": 4}), _put(("langgraph",), "bad", {"v": 5})])
     assert store.get(("a",), "never") is None
+
+
+def test_an_item_put_again_after_it_expired_starts_anew(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
+    import recall.integrations.langgraph as adapter
+
+    class Later(datetime):
+        shift = timedelta(0)
+
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime.now(tz) + cls.shift
+
+    monkeypatch.setattr(adapter, "datetime", Later)
+    store = RecallStore(mem, world="lg", create=True)
+    store.put(("a",), "k", {"v": 1}, ttl=1)
+    first = store.get(("a",), "k", refresh_ttl=False)
+    store.put(("a",), "k", {"v": 2}, ttl=1)  # written over while alive: the same item
+    assert store.get(("a",), "k", refresh_ttl=False).created_at == first.created_at  # type: ignore[union-attr]
+    Later.shift = timedelta(minutes=5)
+    store.batch([_put(("a",), "k", {"v": 3})])  # over the expired one, before any read swept it
+    again = store.get(("a",), "k")
+    assert again is not None and again.value == {"v": 3} and again.created_at > first.created_at  # type: ignore[union-attr]

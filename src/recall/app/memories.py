@@ -47,6 +47,8 @@ class KeyedWrite(NamedTuple):
     address: Address
     content: str
     metadata: Mapping[str, Any]
+    #: When the item was first written (kept when it is written over), and now.
+    created_at: datetime
     written_at: datetime
     expires_at: datetime | None = None
 
@@ -252,9 +254,10 @@ class Memories:
                 type=type,
                 content=text,
                 importance=importance,
-                created_at=item.written_at,
+                created_at=item.created_at,
                 metadata=dict(item.metadata),
                 expires_at=expires,
+                updated_at=item.written_at,
             )
             notes.append((item.address, note))
         index = self.index

@@ -149,8 +149,10 @@ class _Stored:
         return self.expires_at is not None and self.expires_at <= now
 
 
-def _parse(memory: Memory) -> _Stored | None:
-    """The item a memory holds, or None for a memory that is not a store item."""
+def _parse(memory: Memory, keyed: bool = True) -> _Stored | None:
+    """The item a memory holds, or None for a memory that is not a store item. A keyed memory's
+    own created_at and updated_at are the item's (the store keeps its created_at when it is
+    written over); one an older recall wrote has them in its metadata only (`keyed=False`)."""
     data = memory.metadata.get(META) if memory.type == MEMORY_TYPE else None
     if not isinstance(data, dict):
         return None
@@ -166,6 +168,8 @@ def _parse(memory: Memory) -> _Stored | None:
     if not isinstance(key, str) or not isinstance(value, dict) or not all(isinstance(p, str) for p in namespace):
         return None
     ttl = data.get("ttl")
+    if keyed:
+        created, updated = memory.created_at, memory.updated_at
     return _Stored(
         memory.id,
         namespace,
@@ -527,8 +531,9 @@ class RecallStore(BaseStore):
         _check_namespace(namespace, writing=True)
         if not isinstance(op.value, Mapping):
             raise TypeError(f"a store value must be a mapping (a JSON object), got {type(op.value).__name__}")
+        # What is stored there keeps its created_at (the store's upsert): no look-up first.
         earlier = pending.get((namespace, key))
-        old = earlier[0] if earlier is not None else self._at(namespace, key)
+        old = earlier[0] if earlier is not None else None
         now = datetime.now(UTC)
         ttl = None if op.ttl is None else float(op.ttl)
         stored = _Stored(
@@ -658,7 +663,7 @@ class RecallStore(BaseStore):
         if self._adopted:
             return
         while batch := self._store.unkeyed_memories(self.world.key, self._owner, _ADOPT_BATCH):
-            parsed = [(_parse(memory), memory) for memory in batch]
+            parsed = [(_parse(memory, keyed=False), memory) for memory in batch]
             now = datetime.now(UTC)
             self._write([(s, m.content) for s, m in parsed if s is not None and not s.expired(now)])
             for memory in batch:
@@ -675,6 +680,7 @@ class RecallStore(BaseStore):
                 stored.address(),
                 (text if text.strip() else "/".join(stored.namespace) + "/" + stored.key)[:MAX_NOTE_CHARS],
                 stored.metadata(self._owner),
+                stored.created_at,
                 stored.updated_at,
                 # The memory's own expiry too: recall's contexts and searches never show it after.
                 stored.expires_at,
@@ -688,7 +694,10 @@ class RecallStore(BaseStore):
             importance=self.importance,
             agent=self.agent.id if self.agent is not None else None,
         )
-        return [replace(stored, memory_id=m.id) for (stored, _), m in zip(items, memories, strict=True)]
+        return [
+            replace(stored, memory_id=m.id, created_at=m.created_at)
+            for (stored, _), m in zip(items, memories, strict=True)
+        ]
 
     def _delete(self, memory_id: int) -> None:
         # Already gone: deleted meanwhile by another process, or by a sweep.

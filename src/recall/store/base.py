@@ -114,6 +114,8 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: When it stops being returned and is deleted; None: never.
     expires_at: datetime | None = None
+    #: When it was last written (None: `created_at`), for a keyed memory written over.
+    updated_at: datetime | None = None
 
 
 #: What joins a keyed memory's namespace labels (LangGraph's labels never hold it).

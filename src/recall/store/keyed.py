@@ -47,24 +47,28 @@ class SQLKeyed(SQLWrites):
         then: Callable[[Any, list[Memory]], None] | None = None,
     ) -> list[Memory]:
         """Write each note at its address, in order, in one transaction: a new memory, or over the
-        one there (its id and created_at stay; its type, content, importance, chat, metadata and
-        expiry become the note's, and its updated_at the note's `created_at`). `then` runs in the
+        one there (its id stays, and its created_at unless it had expired; its type, content,
+        importance, chat, metadata, expiry and updated_at become the note's). `then` runs in the
         same transaction with the memories as stored."""
         stored: list[Memory] = []
         with self._write() as db:
             for address, note in notes:
                 expires = None if note.expires_at is None else ts(note.expires_at)
+                written = note.updated_at or note.created_at
                 row = self._execute(
                     db,
                     "INSERT INTO notes (world_id, owner, type, content, importance, chat_id, metadata, created_at,"
                     " updated_at, expires_at, namespace, item_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     f" ON CONFLICT (world_id, owner, namespace, item_key) WHERE {_KEYED} DO UPDATE SET"
+                    # What had expired (and not been swept yet) is written anew.
+                    " created_at = CASE WHEN notes.expires_at IS NOT NULL AND notes.expires_at <= excluded.updated_at"
+                    " THEN excluded.created_at ELSE notes.created_at END,"
                     " type = excluded.type, content = excluded.content, importance = excluded.importance,"
                     " chat_id = excluded.chat_id, metadata = excluded.metadata, updated_at = excluded.updated_at,"
                     f" expires_at = excluded.expires_at RETURNING {NOTE_COLUMNS}",
                     (
                         world_id, note.owner, note.type, note.content, note.importance, note.chat_id,
-                        json.dumps(note.metadata), ts(note.created_at), ts(note.created_at), expires,
+                        json.dumps(note.metadata), ts(note.created_at), ts(written), expires,
                         address.namespace, address.key,
                     ),
                 ).fetchone()  # fmt: skip
