@@ -281,6 +281,9 @@ MIGRATIONS: list[tuple[int, str]] = [
             WHERE item_key IS NOT NULL;
         CREATE INDEX notes_keyed_by_update ON notes (world_id, owner, updated_at, id) WHERE item_key IS NOT NULL;
         CREATE INDEX notes_unkeyed ON notes (world_id, owner) WHERE type = 'langgraph' AND item_key IS NULL;
+        -- The replies of a message (few have a parent): deleting a message moves its replies
+        -- to its parent without reading every newer message of its world.
+        CREATE INDEX messages_by_parent ON messages (parent_id) WHERE parent_id IS NOT NULL;
         """,
     ),
 ]

@@ -254,7 +254,8 @@ class SQLDeletes(SQLCalls):
         for parent_is, params in self._ids_in("parent_id", sorted(found)):
             replies = self._execute(
                 db,
-                f"SELECT id, parent_id FROM messages WHERE world_id = ? AND id > ? AND {parent_is}",
+                # `parent_id IS NOT NULL` spelt out: the condition of the partial index messages_by_parent.
+                f"SELECT id, parent_id FROM messages WHERE world_id = ? AND id > ? AND parent_id IS NOT NULL AND {parent_is}",
                 (world_id, first, *params),
             ).fetchall()
             for reply, parent in replies:
