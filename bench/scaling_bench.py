@@ -11,7 +11,7 @@ For each store (`--stores`: SQLite, and PostgreSQL on a throwaway server) and ea
   100,000 texts per store and size would take most of an hour here);
 - `inbox` of an agent (20 unread) and `ack` of what it returned;
 - the adapters: `RecallStore` get, put and a query search under a namespace prefix; the OpenAI
-  Agents `RecallSession.get_items(limit=20)`; LangChain's `RecallChatMessageHistory(window=20)`
+  Agents `RecallSession.get_items(limit=20)` (a session of 200 items in a chat of its own); LangChain's `RecallChatMessageHistory(window=20)`
   messages (its recalled past off: that part is `context`);
 - `delete_message` of a random message;
 - `export` of the whole world (once: it reads everything, so it grows with N).
@@ -108,11 +108,13 @@ def measure(mem: Recall, n: int, reps: int, seed: int) -> dict[str, Any]:
             ]
         )
     mem.refresh_index()
-    session = RecallSession(mem, session_id=chats[0], world=world, agent=agents[0], human=humans[0])
+    loop = asyncio.new_event_loop()  # one loop for the session's calls, as an agent's app has
+    # An OpenAI Agents session in a chat of its own, as the SDK keeps one per conversation.
+    session = RecallSession(mem, session_id="session-1", world=world, agent=agents[0], human=humans[0])
+    loop.run_until_complete(session.add_items([{"role": "user", "content": f"item {i}"} for i in range(200)]))
     history = RecallChatMessageHistory(
         mem, world=world, agent=agents[0], human=humans[0], chat=chats[1], window=20, recalled=False
     )
-    loop = asyncio.new_event_loop()  # one loop for the session's calls, as an agent's app has
     ids = [m.id for chat in chats for m in world.messages(chat, limit=100)]
 
     def words() -> str:
