@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,18 @@ def percentiles(samples_ms: Sequence[float]) -> dict[str, float]:
         "max": ordered[-1],
         "n": float(len(ordered)),
     }
+
+
+def timed_calls(call: Callable[[], Any], runs: int, warmup: int = 0) -> dict[str, float]:
+    """`percentiles` of `runs` calls, in ms, after `warmup` untimed ones (caches, the tokenizer)."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return percentiles(samples)
 
 
 def git_revision() -> str | None:

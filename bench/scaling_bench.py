@@ -33,14 +33,13 @@ import asyncio
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench_postgres import throwaway_postgres
-from bench_report import git_revision, percentiles, write_json
+from bench_report import git_revision, timed_calls, write_json
 from context_bench import agent_ids, chat_ids, human_ids, make_workload, setup_world
 from langgraph.store.base import PutOp
 
@@ -67,17 +66,6 @@ WORDS = [
     "error",
     "deploy",
 ]
-
-
-def timed(fn: Callable[[], Any], reps: int, warmup: int = 3) -> dict[str, float]:
-    for _ in range(warmup):  # the tokenizer, caches and prepared statements are loaded first
-        fn()
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return percentiles(samples)
 
 
 @contextmanager
@@ -143,8 +131,8 @@ def measure(mem: Recall, n: int, reps: int, seed: int) -> dict[str, Any]:
         "LangChain messages (20)": lambda: history.messages,
         "delete_message": lambda: world.delete_message(ids.pop(rng.randrange(len(ids)))),
     }
-    results = {name: timed(fn, reps) for name, fn in ops.items()}
-    results["export"] = timed(export, 1, warmup=0)
+    results = {name: timed_calls(fn, reps, warmup=3) for name, fn in ops.items()}
+    results["export"] = timed_calls(export, 1)
     loop.close()
     return results
 

@@ -20,24 +20,13 @@ import argparse
 import asyncio
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_report import git_revision, percentiles, write_json
+from bench_report import git_revision, timed_calls, write_json
 
 from recall import Recall, Settings
 from recall.app.posting import PostRequest
-
-
-def timed(fn: Callable[[], Any], n: int) -> dict[str, float]:
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return percentiles(samples)
 
 
 def main() -> int:
@@ -87,10 +76,10 @@ def measure(db: Path, args: argparse.Namespace, results: dict[str, Any]) -> None
         )
         assert isinstance(history.messages[-1], HumanMessage)
 
-        results["get_items_20_ms"] = timed(lambda: asyncio.run(session.get_items(limit=20)), args.reads)
-        results["pop_item_ms"] = timed(lambda: asyncio.run(session.pop_item()), args.reads)
-        results["langchain_window_20_ms"] = timed(lambda: history.messages, args.reads)
-        results["clear_session_ms"] = timed(lambda: asyncio.run(session.clear_session()), 1)
+        results["get_items_20_ms"] = timed_calls(lambda: asyncio.run(session.get_items(limit=20)), args.reads)
+        results["pop_item_ms"] = timed_calls(lambda: asyncio.run(session.pop_item()), args.reads)
+        results["langchain_window_20_ms"] = timed_calls(lambda: history.messages, args.reads)
+        results["clear_session_ms"] = timed_calls(lambda: asyncio.run(session.clear_session()), 1)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,11 @@ import argparse
 import random
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench_report import git_revision, percentiles, write_json
+from bench_report import git_revision, timed_calls, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -109,16 +107,6 @@ def fill_world(mem: Recall, messages: int, world_id: str = "bench") -> World:
     return world
 
 
-def timed(call: Callable[[], Any], runs: int) -> dict[str, float]:
-    call()  # warm-up
-    samples = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - began) * 1000)
-    return percentiles(samples)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1000, help="messages in the world")
@@ -132,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder, Recall(Path(folder) / "bench.db", Settings(index_interval=0)) as mem:
         with console.status("filling the world and embedding it…"):
             world = fill_world(mem, args.messages)
-        searches = {name: timed(lambda q=q: world.search(q, k=10), args.runs) for name, q in queries().items()}
+        searches = {
+            name: timed_calls(lambda q=q: world.search(q, k=10), args.runs, warmup=1) for name, q in queries().items()
+        }
         builds: dict[str, dict[str, float]] = {}
         for name, text in (
             ("`job 1 ` repeated", ("job 1 " * (MESSAGE_CHARS // 6 + 1))[:MESSAGE_CHARS]),
@@ -143,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                 alone = fill_world(mem, args.messages, f"bench-{len(builds)}")
             message = alone.post("maria", "@desk " + text, chat="flood")
             mem.refresh_index()  # embedded, as the background indexer does within a second
-            builds[name] = timed(
-                lambda w=alone, m=message.id: w.agent("desk").context(chat="flood", message=m), args.runs
+            builds[name] = timed_calls(
+                lambda w=alone, m=message.id: w.agent("desk").context(chat="flood", message=m), args.runs, warmup=1
             )
     results["search_ms"] = searches
     results["context_ms"] = builds
