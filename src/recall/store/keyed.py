@@ -139,6 +139,8 @@ class SQLKeyed(SQLWrites):
         """The world's memories among `memory_ids`, by id."""
         found: dict[int, Memory] = {}
         for one_of, params in self._ids_in("id", memory_ids):
-            rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE world_id = ? AND {one_of}", (world_id, *params))
-            found.update((int(r[0]), note_record(r)) for r in rows)
+            # Each looked up by its id, the world checked on the rows: with `world_id = ?` in the
+            # query SQLite chose to walk the world's index instead (8.8 ms among 100,000 memories).
+            rows = self._read(f"SELECT {NOTE_COLUMNS} FROM notes WHERE {one_of}", params)
+            found.update((int(r[0]), note_record(r)) for r in rows if r[1] == world_id)
         return found
