@@ -18,8 +18,8 @@ LangGraph's JSON paths, or LangGraph's `IndexConfig`, whose `fields` are used; r
 with its own model, chosen for the whole store by `Settings(embeddings=...)`, so a `dims` or
 `embed` of another model is refused); its metadata holds
 the item itself (namespace, key, the JSON value as given, created_at, updated_at, TTL), so
-nothing is lost. A put writes a new memory and then deletes the one it replaces; a delete
-deletes the memory, so recall's search no longer finds it. With importance 5 or more (the
+nothing is lost. A put writes the item's memory over in place (one per item: a keyed memory);
+a delete deletes the memory, so recall's search no longer finds it. With importance 5 or more (the
 default is 5) the items are also among the relevant memories of the agents' recall contexts.
 
 A search with `query` ranks with recall's search (`World.search`, or `Agent.search` for an
