@@ -51,7 +51,12 @@ from recall.integrations.openai_agents import RecallSession
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "scaling_bench.json"
 #: Why an operation's time grows with the store, where it does by design.
-GROWS = {"export": "reads the whole world"}
+GROWS = {
+    "export": "reads the whole world",
+    "search": "keyword scores: numpy over the world's rows (SQLite), ts_rank of every match (PostgreSQL)",
+    "RecallStore.search": "as search",
+    "context": "its searches, as search",
+}
 WORDS = [
     "invoice",
     "order",
