@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from recall.api import Agent, Recall, World
@@ -36,6 +36,8 @@ from recall.limits import MAX_ID, MAX_MEMORY_KEY
 PAGE = 1000
 #: The first page read from a chat's end (`newest_first`).
 FIRST_PAGE = 32
+#: Hidden messages a read passes over in the database, at most (the newest of them).
+MAX_EXCLUDED = 500
 #: Ids a did-you-mean names at most, and ids an error lists when none is close.
 _MATCHES = 3
 _LISTED = 10
@@ -176,13 +178,18 @@ def note_key(prefix: str, name: str) -> str:
     return f"{prefix}:sha256:{hashlib.sha256(name.encode()).hexdigest()}"
 
 
-def newest_first(world: World, chat: str | None, after: int = 0) -> Iterator[Message]:
+def newest_first(
+    world: World, chat: str | None, after: int = 0, hidden: Collection[int] = frozenset()
+) -> Iterator[Message]:
     """The messages of one chat of `world` after id `after`, newest first, read from the end of
     the chat's index in pages that grow from a few rows (a caller that wants the newest few
-    reads about that many, however long the chat)."""
+    reads about that many, however long the chat). The newest MAX_EXCLUDED of `hidden` are
+    passed over by the database (pops in a row hide the chat's newest: a read would meet them
+    all first); older hidden ones come back, for the caller to skip."""
     store, before, page = world.service.store, 2**63 - 1, FIRST_PAGE
+    excluding = sorted(hidden, reverse=True)[:MAX_EXCLUDED]
     while True:
-        rows = store.newest_messages(world.key, chat, before=before, after=after, limit=page)
+        rows = store.newest_messages(world.key, chat, before=before, after=after, limit=page, excluding=excluding)
         yield from rows
         if len(rows) < page:
             return

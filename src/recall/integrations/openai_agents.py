@@ -141,7 +141,7 @@ class RecallSession:
         session is."""
         through, hidden = self._hidden.load()
         found: list[tuple[int, TResponseInputItem]] = []
-        for message in newest_first(self.world, self.chat, after=through):
+        for message in newest_first(self.world, self.chat, after=through, hidden=hidden):
             if limit is not None and len(found) >= limit:
                 break
             data = message.metadata.get(META)

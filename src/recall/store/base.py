@@ -235,7 +235,14 @@ class Store(Protocol):
         self, world_id: str, chat_id: str | None = None, after: int = 0, limit: int = 100, any_chat: bool = False
     ) -> list[Message]: ...
     def newest_messages(
-        self, world_id: str, chat_id: str | None, *, before: int, after: int = 0, limit: int = 100
+        self,
+        world_id: str,
+        chat_id: str | None,
+        *,
+        before: int,
+        after: int = 0,
+        limit: int = 100,
+        excluding: Sequence[int] = (),
     ) -> list[Message]: ...
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]: ...
     def iter_heard(

@@ -252,16 +252,25 @@ class SQLReads:
         return [message_record(r) for r in self._read(sql, params)]
 
     def newest_messages(
-        self, world_id: str, chat_id: str | None, *, before: int, after: int = 0, limit: int = 100
+        self,
+        world_id: str,
+        chat_id: str | None,
+        *,
+        before: int,
+        after: int = 0,
+        limit: int = 100,
+        excluding: Sequence[int] = (),
     ) -> list[Message]:
         """The chat's messages with `after` < id < `before`, newest first, at most `limit` (the
-        chat's index read from its end)."""
+        chat's index read from its end), but those in `excluding` (passed over by the database,
+        never read: an adapter's hidden items)."""
+        skip, skipped = self._one_of("m.id", list(excluding), "::bigint[]") if excluding else ("", ())
         return [
             message_record(r)
             for r in self._read(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ?"
-                " AND m.id > ? ORDER BY m.id DESC LIMIT ?",
-                (world_id, chat_key(chat_id), before, after, limit),
+                f" AND m.id > ?{f' AND NOT ({skip})' if skip else ''} ORDER BY m.id DESC LIMIT ?",
+                (world_id, chat_key(chat_id), before, after, *skipped, limit),
             )
         ]
 
