@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from recall import Recall
+from recall import Recall, Settings
 from recall.cli import app
 
 runner = CliRunner()
@@ -159,6 +159,9 @@ def test_import_jsonl_registers_speakers_and_rejects_bad_lines_whole(tmp_path: P
     )
     db = tmp_path / "j.db"
     assert "imported 4 messages into world chat" in recall(db, "import", "jsonl", str(good))
+    # Found by their words at once: the import copied them into the search index (no indexer runs here).
+    with Recall(db, settings=Settings(index_interval=0, embeddings="none")) as mem:
+        assert mem.service.searcher.copy_new_messages() == 0
     with Recall(db) as mem:
         world = mem.world("chat")
         assert sorted((p.id, p.kind) for p in world.participants()) == [("ana", "human"), ("helper", "agent")]

@@ -61,7 +61,10 @@ def store_conversation(mem: Recall, conversation: Conversation, progress: Progre
     """Create the world if needed, register speakers, post every message; returns the count."""
     world = mem.world(conversation.world_id, create=True, name=conversation.name)
     _register(world, conversation)
-    return len(world.import_messages(conversation.messages, progress=progress))
+    stored = len(world.import_messages(conversation.messages, progress=progress))
+    # Found by their words at once: the first search after a bulk import copies nothing.
+    mem.service.searcher.copy_new_messages()
+    return stored
 
 
 # -- LoCoMo ---------------------------------------------------------------------------------

@@ -117,6 +117,14 @@ class Searcher:
     #: Long-term memories: a world's expired ones are purged before its memories are searched.
     memories: Memories | None = None
 
+    def copy_new_messages(self) -> int:
+        """Copy every message not yet in the search index into it, by its words (its vector is
+        the indexer's work, later); how many."""
+        copied = 0
+        while self.index is not None and (batch := self.index.index_messages()):
+            copied += batch
+        return copied
+
     def search(
         self,
         space: str,
@@ -160,8 +168,7 @@ class Searcher:
             return []
         # Messages reach the index in the background; copying the newest ones is cheap, so a
         # keyword search always sees everything posted (vectors may still be on their way).
-        while self.index.index_messages():
-            pass
+        self.copy_new_messages()
         hits = self.index.search(
             query,
             tenant=tenant,
