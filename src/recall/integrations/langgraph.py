@@ -17,8 +17,8 @@ item's value rendered as `field: value` lines (or the fields `index` names: a li
 LangGraph's JSON paths, or LangGraph's `IndexConfig`, whose `fields` are used; recall embeds
 with its own model, chosen for the whole store by `Settings(embeddings=...)`, so a `dims` or
 `embed` of another model is refused); its metadata holds
-the item itself (namespace, key, the JSON value as given, created_at, updated_at, TTL), so
-nothing is lost. A put writes the item's memory over in place (one per item: a keyed memory);
+the item itself (namespace, key, the JSON value as given, TTL; its times are the memory's own
+created_at and updated_at), so nothing is lost. A put writes the item's memory over in place (one per item: a keyed memory);
 a delete deletes the memory, so recall's search no longer finds it. With importance 5 or more (the
 default is 5) the items are also among the relevant memories of the agents' recall contexts.
 
@@ -137,8 +137,6 @@ class _Stored:
                 "namespace": list(self.namespace),
                 "key": self.key,
                 "value": self.value,
-                "created_at": self.created_at.isoformat(),
-                "updated_at": self.updated_at.isoformat(),
                 "index": self.indexed,
                 "ttl": self.ttl,
                 "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
@@ -160,16 +158,15 @@ def _parse(memory: Memory, keyed: bool = True) -> _Stored | None:
         namespace = tuple(data["namespace"])
         key = data["key"]
         value = data["value"]
-        created = datetime.fromisoformat(data["created_at"])
-        updated = datetime.fromisoformat(data["updated_at"])
+        # A keyed memory's times are its own columns; the metadata has them only from an older recall.
+        created = memory.created_at if keyed else datetime.fromisoformat(data["created_at"])
+        updated = memory.updated_at if keyed else datetime.fromisoformat(data["updated_at"])
         expires = None if data.get("expires_at") is None else datetime.fromisoformat(data["expires_at"])
     except (KeyError, TypeError, ValueError):
         return None
     if not isinstance(key, str) or not isinstance(value, dict) or not all(isinstance(p, str) for p in namespace):
         return None
     ttl = data.get("ttl")
-    if keyed:
-        created, updated = memory.created_at, memory.updated_at
     return _Stored(
         memory.id,
         namespace,
