@@ -68,7 +68,10 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
             ("context p95 ms", "context.latency_ms.p95", False),
             ("broadcast wake p50 ms", "broadcast.latency_ms.p50", False),
             ("broadcast wake p99 ms", "broadcast.latency_ms.p99", False),
+            ("broadcast last waiter max ms", "broadcast.last_waiter_ms.max", False),
+            ("server CPU ms per woken waiter", "broadcast.server_cpu_ms_per_woken", False),
             ("targeted wake p50 ms", "targeted.latency_ms.p50", False),
+            ("targeted wake p99 ms", "targeted.latency_ms.p99", False),
         ],
     ),
 }

@@ -8,7 +8,8 @@ import threading
 from pathlib import Path
 
 from recall import Recall, Settings
-from recall.server.writer import BatchedCalls, GroupCommit
+from recall.server.inbox import CheckAnswer, CheckRequest, InboxChecks, InboxQuery
+from recall.server.writer import GroupCommit
 
 
 class Doubler(GroupCommit[int, int]):
@@ -49,25 +50,31 @@ def test_items_arriving_during_a_batch_form_the_next_one() -> None:
     assert doubler.calls == [[2], [4, 6]]
 
 
-def test_acks_of_several_agents_go_in_one_call_and_an_unknown_agent_fails_alone(tmp_path: Path) -> None:
-    with Recall(tmp_path / "acks.db", Settings(index_interval=0, embeddings="none")) as mem:
+def test_woken_checks_run_in_one_call_and_mark_what_they_answer_read(tmp_path: Path) -> None:
+    with Recall(tmp_path / "checks.db", Settings(index_interval=0, embeddings="none")) as mem:
         world = mem.world("w", create=True)
-        world.add_agent("a")
-        world.add_agent("b")
+        for name in ("a", "b", "c"):
+            world.add_agent(name)
         world.add_human("maria")
-        message = world.post("maria", "@a @b lunch?")
-        calls = BatchedCalls()
-        deliveries = mem.service.deliveries
+        asked = {name: world.post("maria", f"@{name} lunch?").id for name in ("a", "b", "c")}
+        checks = InboxChecks(mem.service)
+        acked = InboxQuery(mark_read=True)
 
-        async def main() -> list[int | BaseException]:
+        async def main() -> list[CheckAnswer | BaseException]:
             return await asyncio.gather(
-                calls.call(lambda: deliveries.ack("w", "a", [message.id])),
-                calls.call(lambda: deliveries.ack("w", "b", [message.id])),
-                calls.call(lambda: deliveries.ack("w", "nobody", [message.id])),
+                checks.submit(CheckRequest(world.key, "a", acked)),
+                checks.submit(CheckRequest(world.key, "b", InboxQuery())),  # not acknowledged
+                checks.submit(CheckRequest(world.key, "c", InboxQuery(include_context=True, mark_read=True))),
+                checks.submit(CheckRequest(world.key, "nobody", acked)),
                 return_exceptions=True,
             )
 
-        results = asyncio.run(main())
-        assert results[:2] == [1, 1] and isinstance(results[2], LookupError)
-        assert calls.batches == 1
-        assert world.agent("a").inbox() == [] and world.agent("b").inbox() == []
+        a, b, c, nobody = asyncio.run(main())
+        assert checks.batches == 1
+        assert isinstance(a, CheckAnswer) and isinstance(b, CheckAnswer) and isinstance(c, CheckAnswer)
+        for name, answer in zip("abc", (a, b, c), strict=True):
+            assert [m["id"] for m in answer.answer["new_mentions"]] == [asked[name]]
+        assert "context_metadata" in c.answer
+        assert isinstance(nobody, LookupError)  # alone: the others were answered
+        assert world.agent("a").inbox() == [] and world.agent("c").inbox() == []
+        assert [m.id for m in world.agent("b").inbox()] == [asked["b"]]

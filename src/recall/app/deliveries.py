@@ -30,6 +30,18 @@ INBOX_PAGE = 200
 DEFAULT_SESSION = "default"
 
 
+@dataclass(frozen=True)
+class PlainCheck:
+    """One agent's inbox check without context (`Deliveries.check_many`)."""
+
+    agent_id: str
+    limit: int = 10
+    chat_id: str | None = None
+    #: Checked as `check` checks them, though a check without context uses neither.
+    session: str = DEFAULT_SESSION
+    context_limit: int | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Deliveries:
     """An agent's inbox, acks and replies."""
@@ -54,9 +66,17 @@ class Deliveries:
         return entries
 
     def ack(self, world_id: str, agent_id: str, message_ids: Sequence[int]) -> int:
-        world, agent = self.worlds.agent_in(world_id, agent_id)
-        ids = [check_int("ids", i, 1, MAX_MESSAGE_ID) for i in message_ids]
-        return self.store.mark_read(world, agent, ids, datetime.now(UTC))
+        return self.ack_many(world_id, {agent_id: message_ids})
+
+    def ack_many(self, world_id: str, acks: Mapping[str, Sequence[int]]) -> int:
+        """`ack` for several agents of one world, in one write: how many messages were unread."""
+        marks: dict[str, list[int]] = {}
+        world, agents = self.worlds.agents_in(world_id, list(acks))
+        for agent, message_ids in zip(agents, acks.values(), strict=True):
+            if isinstance(agent, Exception):
+                raise agent
+            marks.setdefault(agent, []).extend(check_int("ids", i, 1, MAX_MESSAGE_ID) for i in message_ids)
+        return self.store.mark_read_many(world, marks, datetime.now(UTC))
 
     def send(
         self,
@@ -99,12 +119,7 @@ class Deliveries:
         """
         world, agent_id = self.worlds.agent_in(world_id, agent_id)
         agent = self.worlds.get_agent(world, agent_id)
-        check_int("limit", limit, 1, 1000)
-        depth = check_int(
-            "context_limit", self.settings.context_limit if context_limit is None else context_limit, 1, 100
-        )
-        limits.check_text("session", session, limits.MAX_SESSION, required=True)
-        chat = check_chat(chat_id)
+        depth, chat = self._check_arguments(limit, context_limit, session, chat_id)
 
         mentions: list[Message] = []
         passed = 0
@@ -132,6 +147,51 @@ class Deliveries:
             # Last, once the answer is built: a check that fails leaves its mentions unread.
             self.store.mark_read(world, agent_id, [m.id for m in mentions], now)
         return result
+
+    def _check_arguments(
+        self, limit: int, context_limit: int | None, session: str, chat_id: str | None
+    ) -> tuple[int, str | None]:
+        """A check's arguments, refused as `check` refuses them: its context depth and chat."""
+        check_int("limit", limit, 1, 1000)
+        depth = check_int(
+            "context_limit", self.settings.context_limit if context_limit is None else context_limit, 1, 100
+        )
+        limits.check_text("session", session, limits.MAX_SESSION, required=True)
+        return depth, check_chat(chat_id)
+
+    def check_many(self, world_id: str, checks: Sequence[PlainCheck]) -> list[CheckResult | Exception]:
+        """`check` without context for many agents of one world at once (the checks one post
+        wakes): each one's answer, or why it failed, from one read of all their inboxes and one
+        write for the messages they pass. Nothing they return is marked read (see `ack_many`)."""
+        results: list[CheckResult | Exception] = []
+        wanted: list[tuple[int, str, PlainCheck, str | None]] = []
+        world, agents = self.worlds.agents_in(world_id, [plain.agent_id for plain in checks])
+        for index, (plain, agent) in enumerate(zip(checks, agents, strict=True)):
+            try:
+                if isinstance(agent, Exception):
+                    raise agent
+                _, chat = self._check_arguments(plain.limit, plain.context_limit, plain.session, plain.chat_id)
+                wanted.append((index, agent, plain, chat))
+                results.append(CheckResult())
+            except Exception as exc:  # noqa: BLE001 - that check learns why
+                results.append(exc)
+        if not wanted:
+            return results
+        inboxes = self.store.unread_inboxes(world, sorted({agent for _, agent, _, _ in wanted}), INBOX_PAGE)
+        passed: dict[str, list[int]] = {}
+        for index, agent, plain, chat in wanted:
+            unread = inboxes.get(agent, [])
+            mentions, heard = split_unread(agent, unread, plain.limit)
+            if len(unread) == INBOX_PAGE and len(mentions) < plain.limit:
+                # A full page of mostly passed messages: the one-agent check reads on.
+                results[index] = self.check(world, agent, limit=plain.limit, chat_id=plain.chat_id)
+                continue
+            passed.setdefault(agent, []).extend(m.id for m in heard)
+            if chat is None and plain.chat_id is None and mentions:
+                chat = mentions[-1].chat_id
+            results[index] = CheckResult(tuple(mentions), chat_id=chat, passed=len(heard))
+        self.store.mark_read_many(world, passed, datetime.now(UTC))
+        return results
 
     def _context_once(
         self,

@@ -292,6 +292,17 @@ class Worlds:
         world = self.get_world(world_id)
         return world.key, self.get_agent(world.key, agent_id).id
 
+    def agents_in(self, world_id: str, agent_ids: Sequence[str]) -> tuple[str, list[str | UnknownParticipantError]]:
+        """`agent_in` for many agents of one world, from one look at its roster: the world's key
+        and each agent's stored id, or why it is unknown."""
+        world = self.get_world(world_id)
+        profiles = self.roster(world.key).profiles
+        found: list[str | UnknownParticipantError] = []
+        for agent_id in agent_ids:
+            profile = profiles.get(agent_id.lower()) if isinstance(agent_id, str) else None
+            found.append(profile.id if profile else UnknownParticipantError(world.id, str(agent_id), "agent"))
+        return world.key, found
+
     def participants(self, world_id: str) -> list[ParticipantRecord]:
         return list(self.roster(world_id).people)
 

@@ -20,10 +20,10 @@ from recall.app.gate import Gate, Principal
 from recall.app.service import RecallService
 from recall.errors import AuthenticationError
 from recall.server.config import ApiKey, ServerConfig
-from recall.server.inbox import Notifier
+from recall.server.inbox import InboxChecks, Notifier
 from recall.server.metrics import Metrics
 from recall.server.ratelimit import RateLimiter
-from recall.server.writer import BatchedCalls, PostWriter
+from recall.server.writer import PostWriter
 from recall.store.base import WorldRecord
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class ServerState:
     keys: KeyRing
     limiter: RateLimiter
     writer: PostWriter
-    calls: BatchedCalls
+    checks: InboxChecks
     notifier: Notifier = field(default_factory=Notifier)
     metrics: Metrics = field(default_factory=Metrics)
 
@@ -73,7 +73,7 @@ class ServerState:
     def build(cls, service: RecallService, config: ServerConfig) -> ServerState:
         # A store that keeps rate-limit buckets (PostgreSQL) shares them among the replicas.
         limiter = RateLimiter(config.rate_limit, service.shared_rate_limits())
-        return cls(service, config, KeyRing(config.keys), limiter, PostWriter(service), BatchedCalls())
+        return cls(service, config, KeyRing(config.keys), limiter, PostWriter(service), InboxChecks(service))
 
     @property
     def gate(self) -> Gate:

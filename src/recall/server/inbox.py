@@ -17,17 +17,16 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from anyio import to_thread
-
+from recall.app.deliveries import PlainCheck
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import would_respond
 from recall.server import views
+from recall.server.writer import GroupCommit
 
 if TYPE_CHECKING:
     from recall.app.service import RecallService
     from recall.server.metrics import Metrics
-    from recall.server.writer import BatchedCalls
 
 #: The longest a waiting check waits, in seconds.
 MAX_WAIT_SECONDS = 300
@@ -95,17 +94,14 @@ async def wait_for_mentions(
     notifier: Notifier,
     world_id: str,
     agent_id: str,
-    check: Callable[[], CheckResult],
+    check: Callable[[], Awaitable[CheckAnswer]],
     timeout: float,
     disconnected: Awaitable[None] | None = None,
-    calls: BatchedCalls | None = None,
-) -> CheckResult | None:
+) -> CheckAnswer | None:
     """Run `check` until it finds new mentions or `timeout` passes (then None).
 
-    `check` reads the store, so it runs in a worker thread (with `calls`, in one call with the
-    other checks woken together). Subscribes before each check, so a
-    post between the check and the sleep still wakes it. Returns None early too when
-    `disconnected` completes (the client went away).
+    Subscribes before each check, so a post between the check and the sleep still wakes it.
+    Returns None early too when `disconnected` completes (the client went away).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -114,9 +110,9 @@ async def wait_for_mentions(
         while True:
             future = notifier.subscribe(world_id, agent_id)
             try:
-                result = await (to_thread.run_sync(check) if calls is None else calls.call(check))
-                if result.new_mentions:
-                    return result
+                checked = await check()
+                if checked.result.new_mentions:
+                    return checked
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return None
@@ -148,13 +144,108 @@ class InboxQuery:
     record: bool = True
 
 
+@dataclass(frozen=True)
+class CheckRequest:
+    """One agent's inbox check, as `InboxChecks` takes it."""
+
+    world_id: str
+    agent_id: str
+    query: InboxQuery
+    #: A waiting check: context only once there are mentions to answer.
+    only_with_mentions: bool = False
+
+
+@dataclass(frozen=True)
+class CheckAnswer:
+    """What a check found, and the answer rendered from it (its mentions are marked read, with
+    `mark_read`, only once this answer exists)."""
+
+    result: CheckResult
+    answer: dict[str, Any]
+
+
+class InboxChecks(GroupCommit[CheckRequest, CheckAnswer]):
+    """Checks that arrive together (the crowd one post wakes) run in one worker-thread call:
+    the plain ones of a world read all their inboxes at once (`Deliveries.check_many`), and
+    the mentions their answers carry are marked read in one write per world. A thousand woken
+    long polls then cost a few statements, not a few thousand."""
+
+    def __init__(self, service: RecallService) -> None:
+        super().__init__()
+        self.service = service
+
+    def run_batch(self, items: list[CheckRequest]) -> list[CheckAnswer | Exception]:
+        found: list[CheckResult | Exception] = [RuntimeError("not checked")] * len(items)
+        plain: dict[str, list[int]] = defaultdict(list)
+        for index, item in enumerate(items):
+            if item.query.include_context:
+                found[index] = self._with_context(item)
+            else:
+                plain[item.world_id].append(index)
+        deliveries = self.service.deliveries
+        for world_id, indexes in plain.items():
+            wanted = [_plain(items[i]) for i in indexes]
+            try:
+                for index, result in zip(indexes, deliveries.check_many(world_id, wanted), strict=True):
+                    found[index] = result
+            except Exception as exc:  # noqa: BLE001 - every check of the world learns why
+                for index in indexes:
+                    found[index] = exc
+        answers: list[CheckAnswer | Exception] = []
+        acking: dict[str, list[int]] = defaultdict(list)  # by world: the items whose mentions to mark read
+        for index, (item, result) in enumerate(zip(items, found, strict=True)):
+            if isinstance(result, Exception):
+                answers.append(result)
+                continue
+            # Rendered before the mentions are marked read: a message leaves the unread set only
+            # together with an answer that carries it (at-least-once delivery, spec §6).
+            answers.append(CheckAnswer(result, views.check(result)))
+            if item.query.mark_read and result.new_mentions:
+                acking[item.world_id].append(index)
+        for world_id, indexes in acking.items():
+            marks: dict[str, list[int]] = defaultdict(list)
+            for index in indexes:
+                answer = answers[index]
+                assert isinstance(answer, CheckAnswer)
+                marks[items[index].agent_id].extend(m.id for m in answer.result.new_mentions)
+            try:
+                deliveries.ack_many(world_id, marks)
+            except Exception as exc:  # noqa: BLE001 - the checks whose mentions stay unread learn why
+                for index in indexes:
+                    answers[index] = exc
+        return answers
+
+    def _with_context(self, item: CheckRequest) -> CheckResult | Exception:
+        query = item.query
+        try:
+            return self.service.deliveries.check(
+                item.world_id,
+                item.agent_id,
+                limit=query.limit,
+                mark_read=False,  # with the others, once the answer is rendered
+                include_context=True,
+                context_limit=query.context_limit,
+                session=query.session,
+                chat_id=query.chat_id,
+                refresh=query.refresh,
+                context_only_with_mentions=item.only_with_mentions,
+                record=query.record,
+            )
+        except Exception as exc:  # noqa: BLE001 - that check learns why
+            return exc
+
+
+def _plain(item: CheckRequest) -> PlainCheck:
+    query = item.query
+    return PlainCheck(item.agent_id, query.limit, query.chat_id, query.session, query.context_limit)
+
+
 async def run_check(
-    service: RecallService,
     notifier: Notifier,
     world_id: str,
     agent_id: str,
     query: InboxQuery,
-    calls: BatchedCalls,
+    checks: InboxChecks,
     *,
     disconnected: Awaitable[None] | None = None,
     poll_interval: float | None = None,
@@ -163,42 +254,23 @@ async def run_check(
     """One inbox check, for REST and MCP: at once, or (`query.wait`) once a message for the agent
     arrives or the timeout passes. With `poll_interval` a waiting check also looks again every
     that many seconds, for posts that reach the store without passing `notifier`."""
-
-    def check(only_with_mentions: bool) -> CheckResult:
-        return service.deliveries.check(
-            world_id,
-            agent_id,
-            limit=query.limit,
-            mark_read=False,  # below, once the answer is built
-            include_context=query.include_context,
-            context_limit=query.context_limit,
-            session=query.session,
-            chat_id=query.chat_id,
-            refresh=query.refresh,
-            context_only_with_mentions=only_with_mentions,
-            record=query.record,
-        )
-
     if not query.wait:
-        result: CheckResult | None = await calls.call(lambda: check(False))
+        checked: CheckAnswer | None = await checks.submit(CheckRequest(world_id, agent_id, query))
     else:
         if metrics is not None:
             metrics.observe_waiting_check()
+        waiting = CheckRequest(world_id, agent_id, query, only_with_mentions=True)
         # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
         with _ticking(notifier, world_id, poll_interval):
-            result = await wait_for_mentions(
-                notifier, world_id, agent_id, lambda: check(True), query.timeout, disconnected, calls
+            checked = await wait_for_mentions(
+                notifier, world_id, agent_id, lambda: checks.submit(waiting), query.timeout, disconnected
             )
-    result = result or CheckResult(chat_id=query.chat_id)
+    if checked is None:
+        result = CheckResult(chat_id=query.chat_id)
+        checked = CheckAnswer(result, views.check(result))
     if metrics is not None:
-        metrics.observe_check(result)
-    # Rendered before the mentions are marked read: a message leaves the unread set only
-    # together with an answer that carries it (at-least-once delivery, spec §6).
-    answer = views.check(result)
-    if query.mark_read and result.new_mentions:
-        read = [m.id for m in result.new_mentions]
-        await calls.call(lambda: service.deliveries.ack(world_id, agent_id, read))
-    return answer
+        metrics.observe_check(checked.result)
+    return checked.answer
 
 
 @contextmanager

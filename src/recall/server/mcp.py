@@ -32,10 +32,9 @@ from recall.app.service import RecallService
 from recall.errors import RecallError
 from recall.server import views
 from recall.server.deps import KeyRing
-from recall.server.inbox import MAX_WAIT_SECONDS, InboxQuery, Notifier, run_check
+from recall.server.inbox import MAX_WAIT_SECONDS, InboxChecks, InboxQuery, Notifier, run_check
 from recall.server.ratelimit import RateLimiter
 from recall.server.schemas import MAX_TTL_SECONDS
-from recall.server.writer import BatchedCalls
 from recall.store.base import WorldRecord
 
 INSTRUCTIONS = (
@@ -123,7 +122,7 @@ def build_mcp_server(
     that reach the store without passing this process's notifier.
     """
     gate = _ToolCaller(service, keys or KeyRing(()), limiter, world, agent, tenant)
-    calls = BatchedCalls()  # the checks one post wakes run, and mark read, in one worker-thread call each
+    checks = InboxChecks(service)  # the checks one post wakes run together
     server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     world_help = "World id" + (f" (default {world!r})" if world else "")
@@ -181,7 +180,7 @@ def build_mcp_server(
             query = InboxQuery(
                 limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
             )
-            return await run_check(service, notifier, world_id, agent_id, query, calls, poll_interval=poll_interval)
+            return await run_check(notifier, world_id, agent_id, query, checks, poll_interval=poll_interval)
 
     @server.tool(name="context")
     def context(

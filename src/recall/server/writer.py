@@ -1,5 +1,5 @@
-"""Group commit: posts that arrive together are stored in one transaction (and the checks one
-post wakes run, and mark what they answered read, in one worker-thread call each).
+"""Group commit: posts that arrive together are stored in one transaction (and the inbox checks
+one post wakes run together too: `server/inbox.py`'s `InboxChecks`).
 
 A transaction's cost is mostly its commit, and a message to many agents touches a page of the
 delivery index per agent; posts committed together share both. The posts waiting when a flush
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar, cast
+from typing import Generic, TypeVar
 
 from anyio import to_thread
 
@@ -102,22 +102,4 @@ class PostWriter(GroupCommit[tuple[str | Callable[[], str], PostRequest], Posted
             except Exception as exc:  # noqa: BLE001 - every post of the batch learns why it failed
                 for index, _ in routed_posts:
                     results[index] = exc
-        return results
-
-
-class BatchedCalls(GroupCommit[Callable[[], Any], Any]):
-    """Calls that arrive together run one after another in one worker-thread call: the checks
-    one post wakes, then their acknowledgements, cost a thread hop per batch, not one each (on
-    SQLite, one connection serves them in turn either way)."""
-
-    async def call(self, function: Callable[[], Result]) -> Result:
-        return cast(Result, await self.submit(function))
-
-    def run_batch(self, items: list[Callable[[], Any]]) -> list[Any]:
-        results: list[Any] = []
-        for function in items:
-            try:
-                results.append(function())
-            except Exception as exc:  # noqa: BLE001 - that caller learns why
-                results.append(exc)
         return results

@@ -14,7 +14,7 @@ import logging
 import math
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -302,19 +302,37 @@ class PostgresStore(SQLWorlds):
         on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
 
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
-        key = self._agent_key(world_id, agent_id)
-        if key is None or not message_ids:
+        return self.mark_read_many(world_id, {agent_id: message_ids}, at)
+
+    def mark_read_many(self, world_id: str, marks: Mapping[str, Sequence[int]], at: datetime) -> int:
+        """Mark each agent's messages read, all in one transaction; how many were unread."""
+        keyed = [(key, ids) for agent, ids in marks.items() if ids and (key := self._agent_key(world_id, agent))]
+        if not keyed:
             return 0
+        marked = 0
         with self._write() as cur:
-            cur.execute(
-                "UPDATE deliveries SET read_at = %s WHERE agent_key = %s AND message_id = ANY(%s)"
-                " AND own = 0 AND read_at IS NULL",
-                (ts(at), key, [int(i) for i in message_ids]),
-            )
-            marked = int(cur.rowcount)
-            if marked:
-                cur.execute(RAISE_INBOX_MARK.replace("?", "%s"), (key, key, key, key))
-            return marked
+            for key, ids in keyed:
+                cur.execute(
+                    "UPDATE deliveries SET read_at = %s WHERE agent_key = %s AND message_id = ANY(%s)"
+                    " AND own = 0 AND read_at IS NULL",
+                    (ts(at), key, [int(i) for i in ids]),
+                )
+                if cur.rowcount:
+                    marked += int(cur.rowcount)
+                    cur.execute(RAISE_INBOX_MARK.replace("?", "%s"), (key, key, key, key))
+        return marked
+
+    def _unread_pairs(self, keys: Sequence[int], limit: int) -> list[tuple[int, int]]:
+        if not keys:
+            return []
+        rows = self._read(
+            "SELECT k.key, d.message_id FROM unnest(?::bigint[]) AS k(key) CROSS JOIN LATERAL ("
+            " SELECT message_id FROM deliveries WHERE agent_key = k.key AND own = 0 AND read_at IS NULL"
+            " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = k.key), 0)"
+            " ORDER BY message_id LIMIT ?) d ORDER BY k.key, d.message_id",
+            (list(keys), limit),
+        )
+        return [(int(key), int(message_id)) for key, message_id in rows]
 
     # -- rate limits shared by the replicas ---------------------------------------------------
 

@@ -297,6 +297,27 @@ class SQLReads:
         rows = self._read(sql, (key, after, limit))
         return [(message_record(r), bool(r[12])) for r in rows]
 
+    def unread_inboxes(self, world_id: str, agent_ids: Sequence[str], limit: int) -> dict[str, list[Message]]:
+        """Each agent's oldest `limit` unread deliveries (what `inbox(unread_only=True)` reads),
+        for many agents at once: the checks one post wakes. A message many of them share is
+        read and decoded once."""
+        keys: dict[str, int] = {}
+        for agent in agent_ids:
+            key = self._agent_key(world_id, agent)
+            if key is not None:
+                keys[agent] = key
+        pairs = self._unread_pairs(list(keys.values()), limit)
+        messages = self.messages_among(world_id, sorted({message_id for _, message_id in pairs}))
+        by_key: dict[int, list[Message]] = {key: [] for key in keys.values()}
+        for key, message_id in pairs:
+            if message_id in messages:
+                by_key[key].append(messages[message_id])
+        return {agent: by_key[key] for agent, key in keys.items()}
+
+    def _unread_pairs(self, keys: Sequence[int], limit: int) -> list[tuple[int, int]]:
+        """(agent key, message id) of each agent's oldest `limit` unread deliveries, oldest first."""
+        raise NotImplementedError
+
     def _inbox_low(self, key: int) -> int:
         """Every delivery to the agent below this message id is read (see `RAISE_INBOX_MARK`)."""
         rows = self._read("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -309,18 +309,37 @@ class SQLiteStore(SQLWorlds):
         return plan.stored
 
     def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
-        key = self._agent_key(world_id, agent_id)
-        if key is None:
+        return self.mark_read_many(world_id, {agent_id: message_ids}, at)
+
+    def mark_read_many(self, world_id: str, marks: Mapping[str, Sequence[int]], at: datetime) -> int:
+        """Mark each agent's messages read, all in one transaction; how many were unread."""
+        keyed = [(key, ids) for agent, ids in marks.items() if ids and (key := self._agent_key(world_id, agent))]
+        if not keyed:
             return 0
+        when = ts(at)
         with self._write() as db:
             cursor = db.executemany(
                 "UPDATE deliveries SET read_at = ? WHERE agent_key = ? AND message_id = ? AND own = 0"
                 " AND read_at IS NULL",
-                [(ts(at), key, int(i)) for i in message_ids],
+                [(when, key, int(i)) for key, ids in keyed for i in ids],
             )
             marked = int(cursor.rowcount)
             if marked:
-                db.execute(RAISE_INBOX_MARK, (key, key, key, key))
-            return marked
+                db.executemany(RAISE_INBOX_MARK, [(key, key, key, key) for key, _ in keyed])
+        return marked
+
+    def _unread_pairs(self, keys: Sequence[int], limit: int) -> list[tuple[int, int]]:
+        # One short indexed range per agent, under one hold of the connection: no round trips here.
+        pairs: list[tuple[int, int]] = []
+        with self._lock:
+            for key in keys:
+                rows = self._db.execute(
+                    "SELECT message_id FROM deliveries WHERE agent_key = ? AND own = 0 AND read_at IS NULL"
+                    " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = ?), 0)"
+                    " ORDER BY message_id LIMIT ?",
+                    (key, key, limit),
+                ).fetchall()
+                pairs.extend((key, int(row[0])) for row in rows)
+        return pairs
 
     # -- long-term memories (notes) -------------------------------------------------------

@@ -49,12 +49,11 @@ async def check_inbox(
         limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
     )
     answer = await run_check(
-        state.service,
         state.notifier,
         acting.key,
         acting.agent,
         query,
-        state.calls,
+        state.checks,
         disconnected=_disconnected(request) if wait else None,
         metrics=state.metrics,
     )
