@@ -48,6 +48,7 @@ def serve(
     # Imported here: the web stack loads only when serving.
     import uvicorn
 
+    from recall.server.collector import tune_for_serving
     from recall.server.config import connection_limit, load_config
     from recall.server.main import build_app
     from recall.server.protocol import timed_http
@@ -77,6 +78,7 @@ def serve(
         f"recall serving {where} at http://{settings.host}:{settings.port} ({auth}); inspector at /, API docs at /docs",
         markup=False,
     )
+    tune_for_serving()
     uvicorn.run(
         application,
         host=settings.host,
