@@ -39,6 +39,14 @@ from recall.store.rows import (
 #: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
 #: since rows only ever become read and new deliveries get higher ids). Parameters: the agent's
 #: key, four times.
+#: An agent's oldest unread deliveries from its inbox mark up: `{key}` is the expression of the
+#: agent's key (twice), and the one parameter the limit.
+UNREAD_OF_AGENT = (
+    "SELECT message_id FROM deliveries WHERE agent_key = {key} AND own = 0 AND read_at IS NULL"
+    " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = {key}), 0)"
+    " ORDER BY message_id LIMIT ?"
+)
+
 RAISE_INBOX_MARK = (
     "INSERT INTO inbox_marks (agent_key, low) SELECT ?, COALESCE("
     " (SELECT d.message_id FROM deliveries d WHERE d.agent_key = ? AND d.own = 0 AND d.read_at IS NULL"

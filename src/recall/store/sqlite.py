@@ -36,7 +36,7 @@ from recall.store.rows import (
     recipient_key,
     ts,
 )
-from recall.store.sql_reads import RAISE_INBOX_MARK
+from recall.store.sql_reads import RAISE_INBOX_MARK, UNREAD_OF_AGENT
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import (
     foreign_scheme,
@@ -333,12 +333,7 @@ class SQLiteStore(SQLWorlds):
         pairs: list[tuple[int, int]] = []
         with self._lock:
             for key in keys:
-                rows = self._db.execute(
-                    "SELECT message_id FROM deliveries WHERE agent_key = ? AND own = 0 AND read_at IS NULL"
-                    " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = ?), 0)"
-                    " ORDER BY message_id LIMIT ?",
-                    (key, key, limit),
-                ).fetchall()
+                rows = self._db.execute(UNREAD_OF_AGENT.format(key="?"), (key, key, limit)).fetchall()
                 pairs.extend((key, int(row[0])) for row in rows)
         return pairs
 
