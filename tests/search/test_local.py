@@ -155,6 +155,51 @@ def test_deleted_and_replaced_items(mode: str) -> None:
     assert index.nearest(target.vector, replace(ALL, space="elsewhere"), 5) == []
 
 
+def test_filters_kept_between_searches_follow_rows_added_and_removed(mode: str) -> None:
+    # A partition keeps the rows recent filters passed; a row added or removed must count at once.
+    rng = np.random.default_rng(5)
+    rows = _rows(rng, 300)
+    index = LocalIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=1)
+    index.build_graphs()
+    ann = replace(ALL, owners=("ann",), kinds=("memory",))
+    query = _unit(rng, 1)[0]
+    before = {i for i, _ in index.nearest(query, ann, 300)}
+    assert before == set(_brute_force(rows, query, ann, 300))
+    late = replace(_rows(rng, 1, start=1000)[0], owner="Ann", kind="memory", vector=query, text="a parcel")
+    index.apply([(late.item_id, late)], synced=2)
+    assert index.nearest(query, ann, 1)[0][0] == late.item_id
+    assert late.item_id in [i for i, _ in index.keyword(["parcel"], ann, 300)]
+    index.apply([(late.item_id, None)], synced=3)
+    assert {i for i, _ in index.nearest(query, ann, 300)} == before
+    assert late.item_id not in [i for i, _ in index.keyword(["parcel"], ann, 300)]
+
+
+def test_unembedded_are_the_rows_held_without_a_vector() -> None:
+    rows = _rows(np.random.default_rng(2), 4)
+    rows[1] = replace(rows[1], vector=None)
+    index = LocalIndex(DIM)
+    index.apply([(r.item_id, r) for r in rows], synced=1)
+    assert index.unembedded([4, 2, 1, 99]) == [2]  # in order; an id not held is left out
+    index.apply([(2, replace(rows[1], vector=rows[0].vector))], synced=2)
+    assert index.unembedded([4, 2, 1]) == []
+
+
+def test_refresh_index_builds_the_graphs_unless_told_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 3)
+    with Recall(tmp_path / "g.db", settings=Settings(index_interval=0)) as mem:
+        index = mem.service.index
+        assert index is not None
+        index.add([_memory(text, i) for i, text in enumerate(["keys", "flight", "parcel", "invoice"], 1)])
+        assert mem.refresh_index(graphs=False) == 4  # embedded, no graph
+        assert [h.source_id for h in index.search("keys", tenant="", space="w", method="vector", k=1)] == [1]
+        partition = next(iter(index._backend._local._partitions.values()))  # type: ignore[attr-defined]
+        assert partition.graph is None
+        assert mem.refresh_index() == 4  # nothing left to embed: a graph over the four vectors
+        assert partition.graph is not None and len(partition.graph) == 4
+        assert mem.refresh_index() == 0
+
+
 # -- a SQLite store's copy, in step with other processes ------------------------------------------
 
 

@@ -187,8 +187,14 @@ class Searcher:
         )
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
 
-    def refresh_index(self) -> int:
-        """Bring the search index fully up to date now (copy and embed everything pending);
-        the work done. The background indexer does this on its own; the CLI and benchmarks
-        call it to search a store they just wrote."""
-        return 0 if self.index is None else self.index.catch_up(self.settings.embed_batch)
+    def refresh_index(self, *, graphs: bool = True) -> int:
+        """Bring the search index fully up to date now (copy and embed everything pending, then,
+        with `graphs`, build the vector graphs of large spaces as the background indexer does
+        next); the work done. The background indexer does this on its own; the CLI and
+        benchmarks call it to search a store they just wrote."""
+        if self.index is None:
+            return 0
+        done = self.index.catch_up(self.settings.embed_batch)
+        while graphs and (added := self.index.maintain()) > 0:
+            done += added
+        return done

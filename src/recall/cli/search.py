@@ -102,7 +102,7 @@ def search(
     Each hit's score is its relevance, from 0 to 1; --min-score leaves out the hits under it."""
     with open_recall() as mem:
         wanted = metadata_filter(metadata)
-        mem.refresh_index()
+        mem.refresh_index(graphs=False)  # one search: scoring every vector costs less than a graph
         results = mem.world(world, tenant=tenant()).search(
             query,
             k=k,

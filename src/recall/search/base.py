@@ -254,6 +254,11 @@ class SearchBackend(Protocol):
         fewer), nearest first."""
         ...
 
+    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
+        """Of `ids` (items a search just found), those that may have no vector yet, in order:
+        a backend that knows cheaply which have one leaves those out, another returns all."""
+        ...
+
 
 def message_text(message: Message) -> str:
     """What a message is indexed as: who said it and what, plus an image's caption, so a

@@ -503,7 +503,7 @@ class SearchIndex:
         if self.embedder is None:
             return {}
         found = {c.id for c in vector}
-        ids = [c.id for c in keyword if c.id not in found]
+        ids = self._backend.maybe_unembedded([c.id for c in keyword if c.id not in found])
         if not ids:
             return {}
         rows = self._read(

@@ -74,6 +74,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 #: Above this many scores per hit wanted, the best are first narrowed down by a sample.
 SAMPLE_PER_LIMIT = 8
+#: Filters whose rows a partition keeps (`_Partition.mask`).
+_MASKS_KEPT = 8
 #: Rows a partition grows by when full.
 _GROWTH = 1024
 
@@ -302,11 +304,16 @@ class _Partition:
         self.graph: Index | None = None
         #: Rows removed since the postings were last compacted (`compact`).
         self.removed = 0
+        #: The rows recent filters passed (`mask`), until a row is added or removed: a search
+        #: asks for its filters' rows twice (words, vectors), and a store's searches mostly
+        #: share their filters (0.6 ms a time at 100,000 rows).
+        self._masks: dict[Filters, NDArray[np.bool_]] = {}
 
     # -- writing ------------------------------------------------------------------------------
 
     def append(self, row: LocalRow, codes: _Vocabulary) -> int:
         """Add an item at the end; its row number."""
+        self._masks.clear()
         if self.size == len(self.ids):
             self._grow(max(2 * len(self.ids), _GROWTH))
         at = self.size
@@ -359,6 +366,7 @@ class _Partition:
     def remove(self, at: int) -> None:
         """A deleted item: never found again, and its vector is gone from the copy (the matrix and
         the graph) at once; its words leave the postings at the next `compact`."""
+        self._masks.clear()
         self.alive[at] = False
         self.live -= 1
         self.removed += 1
@@ -420,7 +428,17 @@ class _Partition:
     # -- searching ------------------------------------------------------------------------------
 
     def mask(self, f: Filters, codes: _Vocabulary) -> NDArray[np.bool_]:
-        """The rows that pass the filters."""
+        """The rows that pass the filters (read-only: it is kept for the next search)."""
+        keep = self._masks.get(f)
+        if keep is None:
+            keep = self._filtered(f, codes)
+            keep.flags.writeable = False
+            if len(self._masks) >= _MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[f] = keep
+        return keep
+
+    def _filtered(self, f: Filters, codes: _Vocabulary) -> NDArray[np.bool_]:
         n = self.size
         keep = self.alive[:n].copy()
         kinds = [_KIND_CODES[k] for k in f.kinds if k in _KIND_CODES]
@@ -650,6 +668,16 @@ class LocalIndex:
             if partition is None or limit < 1:
                 return []
             return partition.candidates(self._nearest(partition, query, filters, limit), 1.0, self._codes.value)
+
+    def unembedded(self, ids: Sequence[int]) -> list[int]:
+        """Of `ids`, those held without a vector, in order (an id not held is left out)."""
+        with self._lock:
+            places = ((item, self._where.get(item)) for item in ids)
+            return [
+                item
+                for item, place in places
+                if place is not None and not self._partitions[place[0]].has_vector[place[1]]
+            ]
 
     def _nearest(self, partition: _Partition, query: NDArray[np.float32], filters: Filters, limit: int) -> Found:
         keep = partition.mask(filters, self._codes)

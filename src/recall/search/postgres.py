@@ -112,6 +112,10 @@ class PostgresSearch:
         """Nothing to do: pgvector's HNSW index is kept by the database."""
         return 0
 
+    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
+        """All of them: which have a vector is read with their text (`SearchIndex._unembedded`)."""
+        return list(ids)
+
     def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
         """Candidates scored by minus ts_rank (lower is better, as SQLite's bm25())."""
         where, params = where_clause(filters)

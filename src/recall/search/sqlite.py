@@ -208,3 +208,7 @@ class SQLiteSearch:
         filters."""
         self.create_vectors(None, len(vector))  # a no-op but for a backend made without the length
         return self._in_step().nearest_candidates(vector, filters, limit)
+
+    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
+        """Those the copy in memory (in step with the store) holds without a vector."""
+        return self._in_step().unembedded(ids)
