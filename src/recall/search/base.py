@@ -4,7 +4,8 @@ the filters.
 
 The index (`index.SearchIndex`) is written once over these: validation, paging, fusion, the
 embedding-model bookkeeping and the catch-up logic. A backend (`sqlite.py`, `postgres.py`)
-holds only the SQL that genuinely differs: its full-text engine and its vector store.
+holds only what genuinely differs: where its words and vectors are searched (a copy in memory,
+`copy.py`; pgvector).
 
 A backend's search returns `Candidate`s: what ranking reads of an item and one score (lower is
 better: a negated keyword rank, or a cosine distance). The index ranks them (`Ranked`) and reads
@@ -55,8 +56,7 @@ ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, 
 #: The columns of `search_items s` a `Candidate` is made of (its score follows).
 CANDIDATE_COLUMNS = "s.id, s.kind, s.source_id, s.sender, s.chat_id, s.created_at, length(s.text)"
 
-#: Words as the keyword engines split them (PostgreSQL's full text, the SQLite copy in memory,
-#: `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
+#: Words as the keyword engine splits them (the copy in memory, `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
 #: text can be read as query syntax.
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -222,12 +222,12 @@ class SearchBackend(Protocol):
 
     def insert_items(self, db: Any, rows: Sequence[ItemRow]) -> None:
         """Insert items, keeping the existing one where one of the same kind and source id is
-        there; full-text indexing included."""
+        there; counted as a change for the copies in memory (`copy.py`)."""
         ...
 
     def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
-        """Delete the items of `kind` with these source ids, their vectors and full-text rows
-        included; how many there were."""
+        """Delete the items of `kind` with these source ids, their vectors included, leaving
+        their ids for the copies in memory to drop; how many there were."""
         ...
 
     def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:

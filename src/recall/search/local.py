@@ -22,8 +22,7 @@ So `limit` hits come back whenever `limit` items pass the filters, and every sco
 Graphs are built by `build_graphs`, called by the index's background work, never by a search;
 until one exists (or for the rows embedded since), rows are scored exactly.
 
-Words: lowercased, accents dropped, Snowball (Porter 2) stems, as the store's full-text
-engines tokenize them. A message's text counts 1, the turn before it (`context`) 0.5: an answer
+Words: lowercased, accents dropped, Snowball (Porter 2) stems. A message's text counts 1, the turn before it (`context`) 0.5: an answer
 is often a short reply whose question holds the words a search uses.
 """
 
@@ -668,6 +667,12 @@ class LocalIndex:
             if partition is None or limit < 1:
                 return []
             return partition.candidates(self._nearest(partition, query, filters, limit), 1.0, self._codes.value)
+
+    def count(self, filters: Filters) -> int:
+        """How many items pass the filters."""
+        with self._lock:
+            partition = self._partitions.get((filters.tenant, filters.space.lower()))
+            return 0 if partition is None else int(np.count_nonzero(partition.mask(filters, self._codes)))
 
     def unembedded(self, ids: Sequence[int]) -> list[int]:
         """Of `ids`, those held without a vector, in order (an id not held is left out)."""
