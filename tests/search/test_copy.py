@@ -78,3 +78,20 @@ def test_a_transaction_that_counts_a_change_holds_the_count_until_it_commits(pos
         first.commit()
         (after,) = second.execute(bump).fetchone()  # type: ignore[misc]
         assert after == counted + 1
+
+
+def test_which_items_have_a_vector_follows_the_indexer_of_another_connection(store_location: str) -> None:
+    settings = Settings(index_interval=0)
+    with (
+        Recall(store_location, settings=settings) as writer_mem,
+        Recall(store_location, settings=settings) as reader_mem,
+    ):
+        writer, reader = _index(writer_mem), _index(reader_mem)
+        writer.add([_memory("The spare keys are under the blue flower pot.", 1)])
+        (item,) = [r.id for r in reader.ranked("keys", tenant="", space="w", method="bm25")]
+        assert reader._backend.maybe_unembedded([item]) == [item]
+        # Not embedded yet: a hybrid search scores it by its meaning all the same.
+        assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]
+        assert writer.catch_up() > 0
+        assert reader._backend.maybe_unembedded([item]) == []
+        assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]

@@ -4,9 +4,9 @@ Searches run on the copy: ranking every match of a query in SQL (FTS5's bm25(), 
 ts_rank) costs time in proportion to the matches (a common word in 20,000 of 100,000 items:
 15-25 ms on SQLite, ~100 ms on PostgreSQL), the copy a few milliseconds. It is brought in step
 before each search, and by the background indexer, from the rows changed since it last looked:
-`search_state.search_changed` counts the transactions that insert or delete items (on SQLite
-also those that store vectors: its copy holds them); each item keeps the count of the last
-transaction that wrote it, and a deleted item leaves its id and count in `search_deleted`. So
+`search_state.search_changed` counts the transactions that insert or delete items or store
+their vectors (SQLite's copy holds the vectors, PostgreSQL's only whether there is one); each
+item keeps the count of the last transaction that wrote it, and a deleted item leaves its id and count in `search_deleted`. So
 what another process writes or deletes (the index worker, a CLI command, another replica) is
 searched too.
 
@@ -27,11 +27,18 @@ from recall.search.base import RowStore, marks
 from recall.search.local import LocalIndex, LocalRow
 
 _CHANGED = "search_changed"
-#: Counts one more transaction that changes items; its value marks the rows that transaction writes.
-_BUMP = (
-    "INSERT INTO search_state (name, value) VALUES (?, 1)"
-    " ON CONFLICT (name) DO UPDATE SET value = search_state.value + 1 RETURNING value"
-)
+
+
+def counting(when: str = "true") -> str:
+    """The statement that counts one more change of items, if the SQL condition `when` holds,
+    returning the count: the value the change's rows carry. A backend may run it inside a
+    statement of its own (a PostgreSQL CTE), saving a round trip."""
+    return (
+        f"INSERT INTO search_state (name, value) SELECT '{_CHANGED}', 1 WHERE {when}"
+        " ON CONFLICT (name) DO UPDATE SET value = search_state.value + 1 RETURNING value"
+    )
+
+
 #: Rows read per statement when the copy catches up.
 _SYNC_PAGE = 5000
 
@@ -39,8 +46,8 @@ _SYNC_PAGE = 5000
 class LocalCopy:
     """The copy in memory of one store's `search_items`, read with `columns`: id, changed,
     tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, the
-    vector (a float32 blob, or NULL where the copy holds none), source_id and the metadata
-    (JSON text)."""
+    vector (a float32 blob of `dim` floats; with `dim` 0, an empty blob for an item embedded
+    elsewhere; NULL for none), source_id and the metadata (JSON text)."""
 
     def __init__(self, store: RowStore, sql: Callable[[str], str], columns: str, dim: int = 0) -> None:
         self._store = store
@@ -61,7 +68,7 @@ class LocalCopy:
 
     def count_change(self, db: Any) -> int:
         """Count this transaction as one more that changes items; the value its rows carry."""
-        (changed,) = db.execute(self._sql(_BUMP), (_CHANGED,)).fetchone()
+        (changed,) = db.execute(counting()).fetchone()
         return int(changed)
 
     def delete(self, db: Any, ids: Sequence[int]) -> None:

@@ -668,11 +668,14 @@ class LocalIndex:
                 return []
             return partition.candidates(self._nearest(partition, query, filters, limit), 1.0, self._codes.value)
 
-    def count(self, filters: Filters) -> int:
-        """How many items pass the filters."""
+    def embedded_passing(self, filters: Filters) -> int:
+        """How many embedded items pass the filters."""
         with self._lock:
             partition = self._partitions.get((filters.tenant, filters.space.lower()))
-            return 0 if partition is None else int(np.count_nonzero(partition.mask(filters, self._codes)))
+            if partition is None:
+                return 0
+            keep = partition.mask(filters, self._codes)
+            return int(np.count_nonzero(keep & partition.has_vector[: partition.size]))
 
     def unembedded(self, ids: Sequence[int]) -> list[int]:
         """Of `ids`, those held without a vector, in order (an id not held is left out)."""
@@ -691,6 +694,8 @@ class LocalIndex:
     def build_graphs(self) -> int:
         """Build or extend the HNSW graph of every partition with enough vectors; how many rows
         were added to graphs. A new graph is built outside the lock: searches go on meanwhile."""
+        if not self.dim:
+            return 0  # a copy of words only (PostgreSQL's: its vectors are in pgvector)
         from usearch.index import Index  # loaded when a partition first needs a graph
 
         added = 0

@@ -71,6 +71,10 @@ _KEPT_ID_SEQUENCES = (
 #: Called by the listener with (world id, the new message ids, or None for "too many to name").
 
 
+def _autocommit(conn: psycopg.Connection[Any]) -> None:
+    conn.autocommit = True
+
+
 class PostgresStore(SQLWorlds):
     LOCK_ROWS = " FOR UPDATE"
     KEEP_ROWS = " FOR KEY SHARE"
@@ -85,7 +89,17 @@ class PostgresStore(SQLWorlds):
         #: Names this process in its own announcements, so its listener skips them.
         self.token = uuid.uuid4().hex
         self._probe(min(PROBE_TIMEOUT, connect_timeout))
-        self._pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=False, timeout=connect_timeout)
+        # Autocommit: a read is one statement, one round trip (in a transaction it took three,
+        # BEGIN and ROLLBACK around it: 0.36-0.44 ms against 0.17-0.20 for a one-row read);
+        # writes open their transaction themselves (`_write`).
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=connect_timeout,
+            configure=_autocommit,
+        )
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
@@ -141,7 +155,6 @@ class PostgresStore(SQLWorlds):
         # holds a literal question mark.
         with self._pool.connection() as conn:
             rows: list[Any] = conn.execute(sql.replace("?", "%s"), params).fetchall()
-            conn.rollback()  # end the read transaction: the connection goes back idle
             return rows
 
     def _migrate(self) -> None:
