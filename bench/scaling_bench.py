@@ -53,7 +53,7 @@ DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "scaling_bench.json
 #: Why an operation's time grows with the store, where it does by design.
 GROWS = {
     "export": "reads the whole world",
-    "search": "keyword scores: numpy over the world's rows (SQLite), ts_rank of every match (PostgreSQL)",
+    "search": "keyword scores: numpy over the rows the words hold, in the copy in memory (both stores)",
     "RecallStore.search": "as search",
     "context": "its searches, as search",
 }
