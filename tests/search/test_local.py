@@ -136,12 +136,18 @@ def test_rows_added_after_the_graph_are_found(monkeypatch: pytest.MonkeyPatch) -
     assert index.build_graphs() == 0
 
 
-def test_deleted_and_replaced_items(mode: str) -> None:
-    rng = np.random.default_rng(3)
-    rows = _rows(rng, 400)
+def _built(seed: int, n: int, synced: int) -> tuple[np.random.Generator, list[LocalRow], LocalIndex]:
+    """n rows in an index, with a graph where the `mode` fixture asks for one."""
+    rng = np.random.default_rng(seed)
+    rows = _rows(rng, n)
     index = LocalIndex(DIM)
-    index.apply([(r.item_id, r) for r in rows], synced=5)
+    index.apply([(r.item_id, r) for r in rows], synced=synced)
     index.build_graphs()
+    return rng, rows, index
+
+
+def test_deleted_and_replaced_items(mode: str) -> None:
+    _, rows, index = _built(3, 400, synced=5)
     target = rows[10]
     assert index.nearest(target.vector, ALL, 1)[0][0] == target.item_id
     index.apply([(target.item_id, None)], synced=6)  # a tombstone
@@ -157,11 +163,7 @@ def test_deleted_and_replaced_items(mode: str) -> None:
 
 def test_filters_kept_between_searches_follow_rows_added_and_removed(mode: str) -> None:
     # A partition keeps the rows recent filters passed; a row added or removed must count at once.
-    rng = np.random.default_rng(5)
-    rows = _rows(rng, 300)
-    index = LocalIndex(DIM)
-    index.apply([(r.item_id, r) for r in rows], synced=1)
-    index.build_graphs()
+    rng, rows, index = _built(5, 300, synced=1)
     ann = replace(ALL, owners=("ann",), kinds=("memory",))
     query = _unit(rng, 1)[0]
     before = {i for i, _ in index.nearest(query, ann, 300)}
