@@ -89,9 +89,9 @@ def test_which_items_have_a_vector_follows_the_indexer_of_another_connection(sto
         writer, reader = _index(writer_mem), _index(reader_mem)
         writer.add([_memory("The spare keys are under the blue flower pot.", 1)])
         (item,) = [r.id for r in reader.ranked("keys", tenant="", space="w", method="bm25")]
-        assert reader._backend.maybe_unembedded([item]) == [item]
+        assert reader._backend.in_step().unembedded([item]) == [item]
         # Not embedded yet: a hybrid search scores it by its meaning all the same.
         assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]
         assert writer.catch_up() > 0
-        assert reader._backend.maybe_unembedded([item]) == []
+        assert reader._backend.in_step().unembedded([item]) == []
         assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]

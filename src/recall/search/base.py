@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from recall.search.local import LocalIndex
+
 Kind = Literal["message", "memory", "fact"]
 Method = Literal["hybrid", "bm25", "vector"]
 KINDS: tuple[Kind, ...] = ("message", "memory", "fact")
@@ -240,23 +242,15 @@ class SearchBackend(Protocol):
         background work calls it, never a search); how much was done (0: nothing)."""
         ...
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
-        """The best full-text matches of any of `terms` (not empty), best first."""
+    def in_step(self) -> LocalIndex:
+        """The copy in memory of the items (`copy.LocalCopy`), with every change the store
+        holds applied: a search brings it in step once and reads words (and, where it holds
+        them, vectors) from it."""
         ...
 
-    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
-        """What `keyword` would score a text holding each of `terms` once (in the filters'
-        space): the scale a keyword hit's relevance is read against."""
-        ...
-
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+    def nearest(self, local: LocalIndex, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """The `limit` nearest embedded items that pass the filters (every one that does, if
-        fewer), nearest first."""
-        ...
-
-    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
-        """Of `ids` (items a search just found), those that may have no vector yet, in order:
-        a backend that knows cheaply which have one leaves those out, another returns all."""
+        fewer), nearest first; `local` is the copy `in_step` returned for this search."""
         ...
 
 

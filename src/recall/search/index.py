@@ -49,6 +49,7 @@ from recall.store.rows import load_json
 
 if TYPE_CHECKING:
     from recall.search.embeddings import Embedder
+    from recall.search.local import LocalIndex
 
 #: Keyword candidates not embedded yet that a hybrid search embeds itself, at most.
 UNEMBEDDED_MAX = 16
@@ -414,7 +415,7 @@ class SearchIndex:
         if not found or found[0].method != "bm25":
             return [relevance(r.score) if r.method == "hybrid" else r.score for r in found]
         filters = search_filters(tenant, space, KINDS, None, None, None, None, None, None)
-        ceiling = self._backend.keyword_ceiling(query_terms(query), filters)
+        ceiling = self._backend.in_step().keyword_ceiling(query_terms(query), filters)
         return [min(1.0, r.score / ceiling) if ceiling > 0 else 0.0 for r in found]
 
     def ranked(
@@ -455,11 +456,12 @@ class SearchIndex:
         if not query.strip() or filters.owners == ():
             return []
         ran: Method = method if self.embedder is not None else "bm25"
+        local = self._backend.in_step()  # once per search: on PostgreSQL, a round trip
         if ran == "bm25":
             return [
                 # Positional: a context build ranks hundreds (keywords cost a slower path).
                 Ranked(c.id, c.kind, c.source_id, -c.score, ran, place, None, None, None, None, c.sender, c.chat_id)
-                for place, c in enumerate(self._keyword(query, filters, k), 1)
+                for place, c in enumerate(self._keyword(local, query, filters, k), 1)
             ]
         if ran == "vector":
             return [
@@ -474,10 +476,10 @@ class SearchIndex:
                     sender=c.sender,
                     chat_id=c.chat_id,
                 )
-                for place, c in enumerate(self._vector(query, filters, k), 1)
+                for place, c in enumerate(self._vector(local, query, filters, k), 1)
             ]
-        keyword, vector, neighbours = self._candidates(query, filters, k)
-        unembedded = self._unembedded(query, keyword, vector)
+        keyword, vector, neighbours = self._candidates(local, query, filters, k)
+        unembedded = self._unembedded(local, query, keyword, vector)
         return rank(query, keyword, vector, neighbours, k, unembedded, named_periods(query, now))
 
     def candidates(
@@ -487,23 +489,26 @@ class SearchIndex:
         the neighbours among them (`ranking.features` says what is made of them). For fitting
         and explaining the ranking (bench/locomo_fit.py)."""
         check_query(query, k, "hybrid")
-        return self._candidates(query, search_filters(tenant, space, kinds, None, None, None, None, None, None), k)
+        filters = search_filters(tenant, space, kinds, None, None, None, None, None, None)
+        return self._candidates(self._backend.in_step(), query, filters, k)
 
     def _candidates(
-        self, query: str, filters: Filters, k: int
+        self, local: LocalIndex, query: str, filters: Filters, k: int
     ) -> tuple[list[Candidate], list[Candidate], dict[int, tuple[int | None, int | None]]]:
         depth = hybrid_depth(k)
-        keyword, vector = self._keyword(query, filters, depth), self._vector(query, filters, depth)
+        keyword, vector = self._keyword(local, query, filters, depth), self._vector(local, query, filters, depth)
         return keyword, vector, self._neighbours([*keyword, *vector])
 
-    def _unembedded(self, query: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]) -> dict[int, float]:
+    def _unembedded(
+        self, local: LocalIndex, query: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]
+    ) -> dict[int, float]:
         """The similarity to the query of keyword candidates not embedded yet (recent posts),
         embedded now: at most UNEMBEDDED_MAX, the best-ranked first (also when nothing of the
         space is embedded yet: what was just written scores by its meaning at once)."""
         if self.embedder is None:
             return {}
         found = {c.id for c in vector}
-        ids = self._backend.maybe_unembedded([c.id for c in keyword if c.id not in found])
+        ids = local.unembedded([c.id for c in keyword if c.id not in found])
         if not ids:
             return {}
         rows = self._read(
@@ -539,11 +544,11 @@ class SearchIndex:
             for m, before, after in found
         }
 
-    def _keyword(self, query: str, filters: Filters, limit: int) -> list[Candidate]:
+    def _keyword(self, local: LocalIndex, query: str, filters: Filters, limit: int) -> list[Candidate]:
         terms = query_terms(query)
-        return self._backend.keyword(terms, filters, limit) if terms else []
+        return local.keyword_candidates(terms, filters, limit) if terms else []
 
-    def _vector(self, query: str, filters: Filters, limit: int) -> list[Candidate]:
+    def _vector(self, local: LocalIndex, query: str, filters: Filters, limit: int) -> list[Candidate]:
         if self.embedder is None:
             return []
         if not self._vec_ready:
@@ -552,4 +557,4 @@ class SearchIndex:
                 return []  # nothing embedded yet
         # Embedding the query happens before the store's lock is taken.
         vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-        return self._backend.nearest(vector, filters, limit)
+        return self._backend.nearest(local, vector, filters, limit)

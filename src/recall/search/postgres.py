@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from recall.search.base import CANDIDATE_COLUMNS, Candidate, Filters, ItemRow, where_clause
 from recall.search.copy import LocalCopy, counting
+from recall.search.local import LocalIndex
 
 if TYPE_CHECKING:
     from recall.store.postgres import PostgresStore
@@ -124,19 +125,10 @@ class PostgresSearch:
         self._copy.in_step()
         return 0
 
-    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
-        """Those the copy in memory (in step with the store) knows have no vector yet."""
-        return self._copy.in_step().unembedded(ids)
+    def in_step(self) -> LocalIndex:
+        return self._copy.in_step()
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
-        """Candidates scored by the negated BM25 score (lower is better)."""
-        return self._copy.in_step().keyword_candidates(terms, filters, limit)
-
-    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
-        """BM25's score of a text of average length holding each of `terms` once."""
-        return self._copy.in_step().keyword_ceiling(terms, filters)
-
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+    def nearest(self, local: LocalIndex, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """Candidates scored by the cosine distance.
 
         An HNSW scan yields its `ef_search` nearest candidates and the filters apply after it,
@@ -150,51 +142,38 @@ class PostgresSearch:
         where = self.sql("s.embedded AND " + where)
         text = _vector_text(vector)
         # The copy knows how many embedded items pass (not their vectors): no COUNT query.
-        passing = self._copy.in_step().embedded_passing(filters)
-        with self.store._write() as db:  # SET LOCAL needs a transaction
-            rows: list[Any] = []
-            if passing > max(EXACT_SCAN_MAX, limit):
-                rows = self._walk_graph(db, text, where, params, limit)
-            if len(rows) != limit:
-                rows = _exact_nearest(db, text, where, params, limit)
+        rows: list[Any] = []
+        if local.embedded_passing(filters) > max(EXACT_SCAN_MAX, limit):
+            rows = self._walk_graph(text, where, params, limit)
+        if len(rows) != limit:
+            # Every match compared with the query. The subquery's OFFSET 0 keeps the ORDER BY
+            # out of it, so the HNSW index (approximate) cannot answer it.
+            exact = f"SELECT * FROM ({_distances(where)} OFFSET 0) matching ORDER BY distance, id LIMIT %s"
+            rows = self.store._read(exact, (text, *params, limit))
         return [Candidate(*row) for row in rows]
 
-    def _walk_graph(self, db: Any, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
+    def _walk_graph(self, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
         """The nearest matching rows by the HNSW index."""
         # The walk is asked for only when the copy counted many items passing, so the graph is
         # the plan wanted; but before the table is first analyzed (a store just loaded) the
         # planner estimates one row passes and sorts every match instead: 22-28 ms at 10,000
         # items against 1.5 ms. Without sorts the ordered index scan is the only plan left.
-        settings = (
-            f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {min(max(_EF_SEARCH, limit), _EF_SEARCH_MAX)}"
-        )
-        if self._iterative_scans(db):
-            settings += "; SET LOCAL hnsw.iterative_scan = strict_order"
-        db.execute(settings)  # one round trip (no parameters: several statements may go at once)
-        return _fetch(db, f"{_distances(where)} ORDER BY distance LIMIT %s", vector, params, limit)
+        settings = {"enable_sort": "off", "hnsw.ef_search": str(min(max(_EF_SEARCH, limit), _EF_SEARCH_MAX))}
+        if self._iterative_scans():
+            settings["hnsw.iterative_scan"] = "strict_order"
+        walk = f"{_distances(where)} ORDER BY distance LIMIT %s"
+        return self.store._read_with(settings, walk, (vector, *params, limit))
 
-    def _iterative_scans(self, db: Any) -> bool:
+    def _iterative_scans(self) -> bool:
         if self._iterative is None:
-            row = db.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-            self._iterative = row is not None and _version(str(row[0])) >= _ITERATIVE_SCAN_VERSION
+            row = self.store._read("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            self._iterative = bool(row) and _version(str(row[0][0])) >= _ITERATIVE_SCAN_VERSION
         return self._iterative
 
 
 def _distances(where: str) -> str:
     """The candidates passing `where`, scored by their distance to a vector."""
     return f"SELECT {CANDIDATE_COLUMNS}, s.embedding <=> %s::vector AS distance FROM search_items s WHERE {where}"
-
-
-def _fetch(db: Any, statement: str, vector: str, params: Sequence[Any], limit: int) -> list[Any]:
-    rows: list[Any] = db.execute(statement, (vector, *params, limit)).fetchall()
-    return rows
-
-
-def _exact_nearest(db: Any, vector: str, where: str, params: Sequence[Any], limit: int) -> list[Any]:
-    """The nearest matching rows, every match compared with the query. The subquery's OFFSET 0
-    keeps the ORDER BY out of it, so the HNSW index (approximate) cannot answer it."""
-    statement = f"SELECT * FROM ({_distances(where)} OFFSET 0) matching ORDER BY distance, id LIMIT %s"
-    return _fetch(db, statement, vector, params, limit)
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -100,7 +100,7 @@ class SQLiteSearch:
 
     # -- searching --------------------------------------------------------------------------
 
-    def _in_step(self) -> LocalIndex:
+    def in_step(self) -> LocalIndex:
         return self._copy.in_step()
 
     def maintain(self, dim: int) -> int:
@@ -108,22 +108,10 @@ class SQLiteSearch:
         background indexer's work, never a search's); rows added to graphs."""
         if dim:
             self.create_vectors(None, dim)
-        return self._in_step().build_graphs()
+        return self.in_step().build_graphs()
 
-    def keyword(self, terms: Sequence[str], filters: Filters, limit: int) -> list[Candidate]:
-        """Candidates scored by the negated BM25 score (lower is better)."""
-        return self._in_step().keyword_candidates(terms, filters, limit)
-
-    def keyword_ceiling(self, terms: Sequence[str], filters: Filters) -> float:
-        """BM25's score of a text of average length holding each of `terms` once."""
-        return self._in_step().keyword_ceiling(terms, filters)
-
-    def nearest(self, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
-        """Candidates scored by the cosine distance: `limit` whenever that many items pass the
-        filters."""
+    def nearest(self, local: LocalIndex, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
+        """Candidates scored by the cosine distance, from the copy's vectors: `limit` whenever
+        that many items pass the filters."""
         self.create_vectors(None, len(vector))  # a no-op but for a backend made without the length
-        return self._in_step().nearest_candidates(vector, filters, limit)
-
-    def maybe_unembedded(self, ids: Sequence[int]) -> list[int]:
-        """Those the copy in memory (in step with the store) holds without a vector."""
-        return self._in_step().unembedded(ids)
+        return local.nearest_candidates(vector, filters, limit)
