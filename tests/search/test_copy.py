@@ -89,9 +89,33 @@ def test_which_items_have_a_vector_follows_the_indexer_of_another_connection(sto
         writer, reader = _index(writer_mem), _index(reader_mem)
         writer.add([_memory("The spare keys are under the blue flower pot.", 1)])
         (item,) = [r.id for r in reader.ranked("keys", tenant="", space="w", method="bm25")]
-        assert reader._backend.in_step().unembedded([item]) == [item]
+        assert reader._backend.copy.in_step().unembedded([item]) == [item]
         # Not embedded yet: a hybrid search scores it by its meaning all the same.
         assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]
         assert writer.catch_up() > 0
-        assert reader._backend.in_step().unembedded([item]) == []
+        assert reader._backend.copy.in_step().unembedded([item]) == []
         assert [h.source_id for h in reader.search("where did I leave my keys?", tenant="", space="w")] == [1]
+
+
+def test_vectors_stored_before_version_12_are_kept_and_searched_from_the_copy(postgres_url: str) -> None:
+    """Up to version 11 a PostgreSQL store searched its vectors in pgvector (a column typed with
+    the model's length, an HNSW index); since 12 the copy in memory reads them from the column.
+    The migration drops the index and keeps every vector."""
+    settings = Settings(index_interval=0)
+    with Recall(postgres_url, settings=settings) as mem:
+        index = _index(mem)
+        index.add([_memory("The spare keys are under the blue flower pot.", 1), _memory("A parcel came.", 2)])
+        assert index.catch_up() > 0
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the store as version 11 left it
+        conn.execute("ALTER TABLE search_items ALTER COLUMN embedding TYPE vector(384)")
+        conn.execute("CREATE INDEX search_items_embedding ON search_items USING hnsw (embedding vector_cosine_ops)")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 12")
+    with Recall(postgres_url, settings=settings) as mem:
+        index = _index(mem)
+        assert index.pending() == 0  # nothing to embed again
+        hits = index.search("where did I leave my keys?", tenant="", space="w", method="vector", k=2)
+        assert [h.source_id for h in hits] == [1, 2]
+        assert hits[0].score > hits[1].score
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT to_regclass('search_items_embedding')").fetchone() == (None,)
+        assert conn.execute("SELECT COUNT(embedding) FROM search_items").fetchone() == (2,)

@@ -195,7 +195,7 @@ def test_refresh_index_builds_the_graphs_unless_told_not_to(tmp_path: Path, monk
         index.add([_memory(text, i) for i, text in enumerate(["keys", "flight", "parcel", "invoice"], 1)])
         assert mem.refresh_index(graphs=False) == 4  # embedded, no graph
         assert [h.source_id for h in index.search("keys", tenant="", space="w", method="vector", k=1)] == [1]
-        partition = next(iter(index._backend._copy._local._partitions.values()))  # type: ignore[attr-defined]
+        partition = next(iter(index._backend.copy._local._partitions.values()))  # type: ignore[attr-defined]
         assert partition.graph is None
         assert mem.refresh_index() == 4  # nothing left to embed: a graph over the four vectors
         assert partition.graph is not None and len(partition.graph) == 4

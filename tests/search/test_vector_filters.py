@@ -1,7 +1,6 @@
 """Filtered vector search returns the same hits on SQLite and PostgreSQL: the `k` nearest items
 that pass the filters, in similarity order, however few items pass them and however far they
-lie from the query (sqlite-vec filters inside its KNN; pgvector's HNSW must not filter only the
-candidates its graph walk found)."""
+lie from the query (a graph walk must not filter only the candidates it found)."""
 
 from __future__ import annotations
 
@@ -12,10 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from numpy.typing import NDArray
-from psycopg import sql
 
 from recall.search.base import IndexItem
 from recall.search.index import SearchIndex
@@ -92,17 +89,9 @@ def index(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def _postgres_index(url: str) -> SearchIndex:
-    """On a table this small PostgreSQL would rather sort every match than walk the HNSW graph;
-    on a large one it walks the graph, and that is the plan under test. A sort is what every
-    other plan needs, so with sorts disabled the planner walks the graph here too (and still
-    sorts where nothing else answers the query)."""
     from recall.search.postgres import PostgresSearch
     from recall.store.postgres import PostgresStore
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        database = conn.execute("SELECT current_database()").fetchone()
-        assert database is not None
-        conn.execute(sql.SQL("ALTER DATABASE {} SET enable_sort = off").format(sql.Identifier(database[0])))
     store = open_store(url)
     assert isinstance(store, PostgresStore)
     return SearchIndex(PostgresSearch(store), CircleEmbedder())
@@ -153,22 +142,3 @@ def test_a_filter_matching_many_items_beyond_the_nearest_finds_the_nearest_of_th
 def test_k_above_the_graph_search_width_returns_k_hits(index: SearchIndex) -> None:
     assert _vector_search(index, 300) == _nearest(FILLER + RARE, 300)
     assert _vector_search(index, 1000, sender="maria") == _nearest(FILLER[:MARIA], MARIA)
-
-
-def test_a_graph_walk_stopped_short_falls_back_to_comparing_every_match(index: SearchIndex) -> None:
-    """pgvector stops an iterative scan after `hnsw.max_scan_tuples` tuples, short of the rows
-    asked for when the matches lie far away; the search then compares every match instead."""
-    if isinstance(index._store, SQLiteStore):
-        pytest.skip("only PostgreSQL walks a graph")
-    from recall.search.postgres import PostgresSearch
-    from recall.store.postgres import PostgresStore
-
-    url = str(getattr(index._store, "url"))  # noqa: B009 - a PostgresStore, typed as any RowStore
-    short = PostgresStore(url + ("&" if "?" in url else "?") + "options=-c%20hnsw.max_scan_tuples%3D1")
-    try:
-        search = SearchIndex(PostgresSearch(short), CircleEmbedder())
-        ann = [(i, angle) for i, angle in FILLER if i > MARIA]
-        hits = search.search("deg:0", tenant="", space="w", method="vector", k=10, sender="ann")
-        assert [h.source_id for h in hits] == _nearest(ann, 10)
-    finally:
-        short.close()

@@ -87,26 +87,6 @@ def test_two_stores_on_one_database_see_each_others_writes(postgres_url: str) ->
         assert first.id < second.id < third.id  # one order of ids across replicas
 
 
-def test_a_read_with_settings_has_them_for_itself_alone(postgres_url: str) -> None:
-    """The HNSW walk's settings (`PostgresStore._read_with`) are SET LOCAL: they hold for its
-    read, and the pooled connection goes back as it was, for the next read to take."""
-    store = PostgresStore(postgres_url, pool_size=1)  # one connection: the next read reuses it
-    try:
-        default = store._read("SELECT current_setting('work_mem'), current_setting('enable_sort')")[0]
-        rows = store._read_with(
-            {"work_mem": "1234kB", "enable_sort": "off"},
-            "SELECT current_setting('work_mem'), current_setting('enable_sort'), %s::int",
-            (7,),
-        )
-        assert rows == [("1234kB", "off", 7)]
-        assert store._read("SELECT current_setting('work_mem'), current_setting('enable_sort')")[0] == default
-        with pytest.raises(psycopg.errors.InvalidParameterValue):
-            store._read_with({"work_mem": "not a size"}, "SELECT 1")
-        assert store._read("SELECT 2") == [(2,)]  # the failed read left its connection usable
-    finally:
-        store.close()
-
-
 def test_the_cli_and_the_server_take_a_url(postgres_url: str) -> None:
     runner = CliRunner()
     for args in (["world", "create", "team"], ["human", "add", "team", "maria"], ["agent", "add", "team", "bot"]):

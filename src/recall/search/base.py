@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from recall.search.local import LocalIndex
+    from recall.search.copy import LocalCopy
 
 Kind = Literal["message", "memory", "fact"]
 Method = Literal["hybrid", "bm25", "vector"]
@@ -202,6 +202,11 @@ class SearchBackend(Protocol):
         """The store whose rows are indexed (and where the index lives)."""
         ...
 
+    @property
+    def copy(self) -> LocalCopy:
+        """The copy in memory of the items, which searches read (`copy.LocalCopy`)."""
+        ...
+
     def sql(self, statement: str) -> str:
         """`statement` with this database's parameter placeholders instead of `?`."""
         ...
@@ -235,22 +240,6 @@ class SearchBackend(Protocol):
     def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
         """Store one vector per (id, text) item, marking it embedded, unless the item is gone or
         its text changed meanwhile; how many were stored."""
-        ...
-
-    def maintain(self, dim: int) -> int:
-        """Background upkeep of the vector search for vectors of `dim` floats (the index's
-        background work calls it, never a search); how much was done (0: nothing)."""
-        ...
-
-    def in_step(self) -> LocalIndex:
-        """The copy in memory of the items (`copy.LocalCopy`), with every change the store
-        holds applied: a search brings it in step once and reads words (and, where it holds
-        them, vectors) from it."""
-        ...
-
-    def nearest(self, local: LocalIndex, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
-        """The `limit` nearest embedded items that pass the filters (every one that does, if
-        fewer), nearest first; `local` is the copy `in_step` returned for this search."""
         ...
 
 

@@ -44,17 +44,20 @@ _SYNC_PAGE = 5000
 
 
 class LocalCopy:
-    """The copy in memory of one store's `search_items`, read with `columns`: id, changed,
+    """The copy in memory of one store's `search_items`, read with `columns(dim)`: id, changed,
     tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, the
-    vector (a float32 blob of `dim` floats; with `dim` 0, an empty blob for an item embedded
-    elsewhere; NULL for none), source_id and the metadata (JSON text)."""
+    vector (`dim` float32s of the byte order `vector_dtype` names; with `dim` 0, an empty blob
+    for an item embedded; NULL for none), source_id and the metadata (JSON text)."""
 
-    def __init__(self, store: RowStore, sql: Callable[[str], str], columns: str, dim: int = 0) -> None:
+    def __init__(
+        self, store: RowStore, sql: Callable[[str], str], columns: Callable[[int], str], vector_dtype: str = "<f4"
+    ) -> None:
         self._store = store
         self._sql = sql
         self._columns = columns
+        self._vector_dtype = np.dtype(vector_dtype)
         #: The vector length the copy holds (0: none).
-        self.dim = dim
+        self.dim = 0
         self._local: LocalIndex | None = None
         #: One catch-up at a time (a search and the background indexer would read the same rows).
         self._syncing = threading.Lock()
@@ -97,10 +100,10 @@ class LocalCopy:
         """Apply the next page of changes up to `target`: items written and deleted, oldest
         first; a page ends with a whole transaction (the rest of the last one comes with the next)."""
         after = local.synced
+        columns = self._columns(local.dim)
         written = self._store._read(
             self._sql(
-                f"SELECT {self._columns} FROM search_items s WHERE changed > ? AND changed <= ?"
-                " ORDER BY changed, id LIMIT ?"
+                f"SELECT {columns} FROM search_items s WHERE changed > ? AND changed <= ? ORDER BY changed, id LIMIT ?"
             ),
             (after, target, _SYNC_PAGE),
         )
@@ -108,7 +111,7 @@ class LocalCopy:
         if len(written) == _SYNC_PAGE:
             last = int(written[-1][1])
             written = [r for r in written if r[1] < last] or self._store._read(
-                self._sql(f"SELECT {self._columns} FROM search_items s WHERE changed = ? ORDER BY id"), (last,)
+                self._sql(f"SELECT {columns} FROM search_items s WHERE changed = ? ORDER BY id"), (last,)
             )
             upto = int(written[-1][1])
         deleted = self._store._read(
@@ -116,15 +119,19 @@ class LocalCopy:
             (after, upto),
         )
         changes = sorted(
-            [(int(r[1]), 1, int(r[0]), self._row(r)) for r in written]
+            [(int(r[1]), 1, int(r[0]), self._row(r, local.dim)) for r in written]
             + [(int(r[1]), 0, int(r[0]), None) for r in deleted],
             key=lambda change: change[:2],  # within a transaction, deletions first
         )
         local.apply([(item, row) for _, _, item, row in changes], upto)
 
-    def _row(self, r: Sequence[Any]) -> LocalRow:
+    def _row(self, r: Sequence[Any], dim: int) -> LocalRow:
         blob = r[12]
-        vector = np.frombuffer(blob, dtype=np.float32) if blob is not None and len(blob) == 4 * self.dim else None
+        vector = (
+            np.frombuffer(blob, dtype=self._vector_dtype).astype(np.float32, copy=False)
+            if blob is not None and len(blob) == 4 * dim
+            else None
+        )
         return LocalRow(
             item_id=int(r[0]),
             tenant=r[2],

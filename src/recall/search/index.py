@@ -110,6 +110,7 @@ class SearchIndex:
             dim = embedder.dim
             if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_DIM:
                 raise InvalidInputError("embedder.dim", f"must be a whole number 1-{MAX_DIM}, got {dim!r}")
+            backend.copy.hold_vectors(dim)
             self._check_model(model_key(embedder.name, dim))
         self._backfill_metadata()
 
@@ -361,10 +362,10 @@ class SearchIndex:
         return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
 
     def maintain(self) -> int:
-        """Keep what this process searches with up to date (on SQLite, the copy in memory and its
-        HNSW graphs: `SQLiteSearch.maintain`), off the request path; rows added to graphs. A
-        process that only indexes (the index worker) never calls it."""
-        return self._backend.maintain(int(self.embedder.dim) if self.embedder is not None else 0)
+        """Keep what this process searches with up to date, off the request path: the copy in
+        memory brought in step, the HNSW graphs of its large partitions built or extended; rows
+        added to graphs. A process that only indexes (the index worker) never calls it."""
+        return self._backend.copy.in_step().build_graphs()
 
     def catch_up(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
         """Index and embed until nothing is pending (or `should_stop()` says so); the work done."""
@@ -415,7 +416,7 @@ class SearchIndex:
         if not found or found[0].method != "bm25":
             return [relevance(r.score) if r.method == "hybrid" else r.score for r in found]
         filters = search_filters(tenant, space, KINDS, None, None, None, None, None, None)
-        ceiling = self._backend.in_step().keyword_ceiling(query_terms(query), filters)
+        ceiling = self._backend.copy.in_step().keyword_ceiling(query_terms(query), filters)
         return [min(1.0, r.score / ceiling) if ceiling > 0 else 0.0 for r in found]
 
     def ranked(
@@ -456,7 +457,7 @@ class SearchIndex:
         if not query.strip() or filters.owners == ():
             return []
         ran: Method = method if self.embedder is not None else "bm25"
-        local = self._backend.in_step()  # once per search: on PostgreSQL, a round trip
+        local = self._backend.copy.in_step()  # once per search: on PostgreSQL, a round trip
         if ran == "bm25":
             return [
                 # Positional: a context build ranks hundreds (keywords cost a slower path).
@@ -490,7 +491,7 @@ class SearchIndex:
         and explaining the ranking (bench/locomo_fit.py)."""
         check_query(query, k, "hybrid")
         filters = search_filters(tenant, space, kinds, None, None, None, None, None, None)
-        return self._candidates(self._backend.in_step(), query, filters, k)
+        return self._candidates(self._backend.copy.in_step(), query, filters, k)
 
     def _candidates(
         self, local: LocalIndex, query: str, filters: Filters, k: int
@@ -549,12 +550,7 @@ class SearchIndex:
         return local.keyword_candidates(terms, filters, limit) if terms else []
 
     def _vector(self, local: LocalIndex, query: str, filters: Filters, limit: int) -> list[Candidate]:
-        if self.embedder is None:
-            return []
-        if not self._vec_ready:
-            self._vec_ready = self._backend.vectors_exist()
-            if not self._vec_ready:
-                return []  # nothing embedded yet
-        # Embedding the query happens before the store's lock is taken.
+        if self.embedder is None or not local.embedded_passing(filters):
+            return []  # nothing to compare the query with: it is not embedded for nothing
         vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-        return self._backend.nearest(local, vector, filters, limit)
+        return local.nearest_candidates(vector, filters, limit)

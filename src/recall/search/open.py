@@ -22,7 +22,7 @@ def search_index(store: Store, embedder: Embedder | None) -> SearchIndex | None:
     if isinstance(store, SQLiteStore):
         from recall.search.sqlite import SQLiteSearch
 
-        return SearchIndex(SQLiteSearch(store, embedder.dim if embedder is not None else 0), embedder)
+        return SearchIndex(SQLiteSearch(store), embedder)
     from recall.store.postgres import PostgresStore  # psycopg loads only for a PostgreSQL store
 
     if isinstance(store, PostgresStore):

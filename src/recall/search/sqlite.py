@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from recall.search.base import Candidate, Filters, ItemRow, marks
+from recall.search.base import ItemRow, marks
 from recall.search.copy import LocalCopy
-from recall.search.local import LocalIndex
 
 if TYPE_CHECKING:
     from recall.store.sqlite import SQLiteStore
@@ -34,9 +33,9 @@ class SQLiteSearch:
     not_embedded = "embedded = 0"
     json_param = "?"
 
-    def __init__(self, store: SQLiteStore, dim: int = 0) -> None:
+    def __init__(self, store: SQLiteStore) -> None:
         self.store = store
-        self._copy = LocalCopy(store, self.sql, _COPY_COLUMNS, dim)
+        self.copy = LocalCopy(store, self.sql, lambda dim: _COPY_COLUMNS)
 
     def sql(self, statement: str) -> str:
         return statement
@@ -55,8 +54,7 @@ class SQLiteSearch:
         )
 
     def create_vectors(self, db: Any, dim: int) -> None:
-        """Nothing to create (vectors are a column); the copy holds vectors of `dim` floats."""
-        self._copy.hold_vectors(dim)
+        """Nothing to create: vectors are a column."""
 
     def drop_vectors(self, db: Any) -> None:
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_vec'").fetchone():
@@ -64,11 +62,11 @@ class SQLiteSearch:
 
             load_vector_extension(db)  # a vec0 table can only be dropped with its module loaded
             db.execute("DROP TABLE search_vec")
-        changed = self._copy.count_change(db)
+        changed = self.copy.count_change(db)
         db.execute("UPDATE search_items SET embedded = 0, embedding = NULL, changed = ? WHERE embedded = 1", (changed,))
 
     def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
-        changed = self._copy.count_change(db)
+        changed = self.copy.count_change(db)
         stored = 0
         for (item_id, text), vector in zip(items, vectors, strict=True):
             stored += db.execute(
@@ -81,7 +79,7 @@ class SQLiteSearch:
     # -- items ----------------------------------------------------------------------------
 
     def insert_items(self, db: Any, rows: Sequence[ItemRow]) -> None:
-        changed = self._copy.count_change(db)
+        changed = self.copy.count_change(db)
         for row in rows:
             db.execute(
                 "INSERT INTO search_items (tenant, space, kind, source_id, owner, chat_id, sender, importance,"
@@ -95,23 +93,5 @@ class SQLiteSearch:
         rows = db.execute(
             f"SELECT id FROM search_items WHERE kind = ? AND source_id IN ({marks(source_ids)})", (kind, *source_ids)
         ).fetchall()
-        self._copy.delete(db, [int(r[0]) for r in rows])
+        self.copy.delete(db, [int(r[0]) for r in rows])
         return len(rows)
-
-    # -- searching --------------------------------------------------------------------------
-
-    def in_step(self) -> LocalIndex:
-        return self._copy.in_step()
-
-    def maintain(self, dim: int) -> int:
-        """Bring the copy in memory in step and build the graphs of large partitions (the
-        background indexer's work, never a search's); rows added to graphs."""
-        if dim:
-            self.create_vectors(None, dim)
-        return self.in_step().build_graphs()
-
-    def nearest(self, local: LocalIndex, vector: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
-        """Candidates scored by the cosine distance, from the copy's vectors: `limit` whenever
-        that many items pass the filters."""
-        self.create_vectors(None, len(vector))  # a no-op but for a backend made without the length
-        return local.nearest_candidates(vector, filters, limit)

@@ -15,7 +15,7 @@ import math
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -155,20 +155,6 @@ class PostgresStore(SQLWorlds):
         # holds a literal question mark.
         with self._pool.connection() as conn:
             rows: list[Any] = conn.execute(sql.replace("?", "%s"), params).fetchall()
-            return rows
-
-    def _read_with(self, settings: Mapping[str, str], sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """A read under `settings` (name -> value) that hold for it alone, as SET LOCAL in a
-        transaction of its own: BEGIN, the settings, the read and COMMIT go in one round trip
-        (a pipeline) where libpq has pipelines."""
-        names = list(settings)
-        configure = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in names)
-        values = [v for name in names for v in (name, settings[name])]
-        with self._pool.connection() as conn:
-            with conn.pipeline() if psycopg.Pipeline.is_supported() else nullcontext(), conn.transaction():
-                conn.execute(configure, values)
-                cur = conn.execute(sql, params)
-            rows: list[Any] = cur.fetchall()
             return rows
 
     def _migrate(self) -> None:
