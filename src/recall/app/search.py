@@ -168,7 +168,8 @@ class Searcher:
             return []
         # Messages reach the index in the background; copying the newest ones is cheap, so a
         # keyword search always sees everything posted (vectors may still be on their way).
-        self.copy_new_messages()
+        if "message" in kinds:
+            self.copy_new_messages()
         hits = self.index.search(
             query,
             tenant=tenant,
