@@ -11,6 +11,7 @@ and writes JSON. Keyword search only (`embeddings="none"`): nothing here searche
 Run
 ---
     .venv/bin/python bench/session_bench.py --json session.json
+    .venv/bin/python bench/session_bench.py --db postgres          # on a throwaway PostgreSQL
     .venv/bin/python bench/session_bench.py --messages 20000 --session 2000 --reads 50   # smoke run
 """
 
@@ -20,9 +21,11 @@ import argparse
 import asyncio
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from bench_postgres import throwaway_postgres
 from bench_report import git_revision, timed_calls, write_json
 
 from recall import Recall, Settings
@@ -35,15 +38,29 @@ def main() -> int:
     parser.add_argument("--session", type=int, default=10_000)
     parser.add_argument("--reads", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--db",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="a temporary SQLite file, or a throwaway PostgreSQL",
+    )
     args = parser.parse_args()
     if not 0 < args.session <= args.messages or args.reads < 1:
         parser.error("need 0 < --session <= --messages and --reads >= 1")
 
-    results: dict[str, Any] = {"revision": git_revision(), "messages": args.messages, "session": args.session}
-    with tempfile.TemporaryDirectory(prefix="recall-session-") as tmp:
-        measure(Path(tmp) / "s.db", args, results)
+    results: dict[str, Any] = {
+        "revision": git_revision(),
+        "db": args.db,
+        "messages": args.messages,
+        "session": args.session,
+    }
+    with ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="recall-session-"))
+        db = stack.enter_context(throwaway_postgres()) if args.db == "postgres" else str(Path(tmp) / "s.db")
+        measure(db, args, results)
     print(
-        f"recall session bench: {args.messages:,} messages, a session of {args.session:,} (recall {results['revision']})"
+        f"recall session bench on {args.db}: {args.messages:,} messages, a session of {args.session:,}"
+        f" (recall {results['revision']})"
     )
     print(f"{'operation':<36} {'p50 ms':>8} {'p95 ms':>8}")
     for name in ("get_items_20_ms", "pop_item_ms", "langchain_window_20_ms", "clear_session_ms"):
@@ -53,7 +70,7 @@ def main() -> int:
     return 0
 
 
-def measure(db: Path, args: argparse.Namespace, results: dict[str, Any]) -> None:
+def measure(db: str, args: argparse.Namespace, results: dict[str, Any]) -> None:
     from langchain_core.messages import HumanMessage
 
     from recall.integrations.langchain import RecallChatMessageHistory

@@ -207,3 +207,31 @@ def test_an_item_put_again_after_it_expired_starts_anew(mem: Recall, monkeypatch
     store.batch([_put(("a",), "k", {"v": 3})])  # over the expired one, before any read swept it
     again = store.get(("a",), "k")
     assert again is not None and again.value == {"v": 3} and again.created_at > first.created_at  # type: ignore[union-attr]
+
+
+def test_a_batch_of_puts_is_all_or_nothing_on_postgres(postgres_url: str) -> None:
+    """On PostgreSQL a batch's statements go together (a pipeline) and its errors come at the
+    end: a search item the database refuses leaves none of the batch written, and the
+    connection serves the next batch."""
+    import psycopg
+    from langgraph.store.base import PutOp
+
+    with Recall(postgres_url, settings=Settings(embeddings="none", index_interval=0)) as mem:
+        store = RecallStore(mem, world="lg", create=True)
+        store.put(("a",), "kept", {"text": "the first"})
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN"
+                " IF NEW.text LIKE '%refused%' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW;"
+                " END $$ LANGUAGE plpgsql"
+            )
+            conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON search_items FOR EACH ROW EXECUTE FUNCTION refuse()")
+        batch = [PutOp(("a",), "kept", {"text": "the second"}), PutOp(("a",), "new", {"text": "refused"})]
+        with pytest.raises(psycopg.errors.RaiseException, match="refused by the test"):
+            store.batch(batch)
+        assert store.get(("a",), "kept").value == {"text": "the first"}  # type: ignore[union-attr]
+        assert store.get(("a",), "new") is None
+        assert [i.key for i in store.search(("a",), query="first")] == ["kept"]
+        store.batch(batch[:1])
+        assert store.get(("a",), "kept").value == {"text": "the second"}  # type: ignore[union-attr]
+        assert [i.key for i in store.search(("a",), query="second")] == ["kept"]

@@ -237,6 +237,12 @@ class SearchBackend(Protocol):
         their ids for the copies in memory to drop; how many there were."""
         ...
 
+    def together(self, db: Any) -> AbstractContextManager[object]:
+        """A block whose writes on `db` may go to the database together, their results read at
+        its end (PostgreSQL's pipeline: one round trip, not one a statement); what the block's
+        `delete_items` return is then not to be relied on."""
+        ...
+
     def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
         """Store one vector per (id, text) item, marking it embedded, unless the item is gone or
         its text changed meanwhile; how many were stored."""

@@ -206,9 +206,18 @@ class SearchIndex:
         self._add_rows(db, [item_row(item) for item in items])
 
     def _add_rows(self, db: Any, rows: Sequence[ItemRow]) -> None:
-        for row in rows:
-            self._backend.delete_items(db, row.kind, [row.source_id])
-            self._backend.insert_items(db, [row])
+        """Replace the items of the rows' kinds and source ids: one deletion per kind, then one
+        insert (of a source written twice, the last row stands), sent together where the
+        database takes statements without waiting for each (`SearchBackend.together`)."""
+        latest = {(row.kind, row.source_id): row for row in rows}
+        by_kind: dict[str, list[int]] = {}
+        for kind, source_id in latest:
+            by_kind.setdefault(kind, []).append(source_id)
+        with self._backend.together(db):
+            for kind, ids in by_kind.items():
+                for start in range(0, len(ids), MAX_PARAMS):
+                    self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
+            self._backend.insert_items(db, list(latest.values()))
 
     def remove(self, kind: str, source_ids: Sequence[int]) -> int:
         """Remove the items of `kind` with these source ids; how many were there."""

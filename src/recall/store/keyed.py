@@ -51,7 +51,8 @@ class SQLKeyed(SQLWrites):
         importance, chat, metadata, expiry and updated_at become the note's). `then` runs in the
         same transaction with the memories as stored."""
         stored: list[Memory] = []
-        with self._write() as db:
+        # BEGIN goes with the first insert, the search items' writes with COMMIT.
+        with self._write_pipelined() as db:
             for address, note in notes:
                 expires = None if note.expires_at is None else ts(note.expires_at)
                 written = note.updated_at or note.created_at

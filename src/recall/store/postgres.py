@@ -134,6 +134,15 @@ class PostgresStore(SQLWorlds):
         with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
 
+    @contextmanager
+    def _write_pipelined(self) -> Iterator[psycopg.Cursor[Any]]:
+        if not psycopg.Pipeline.is_supported():  # libpq before 14
+            with self._write() as cur:
+                yield cur
+            return
+        with self._pool.connection() as conn, conn.pipeline(), conn.transaction(), conn.cursor() as cur:
+            yield cur
+
     def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         # The SQL shared with SQLite (sql_writes.py) is written with `?`; no SQL of recall's
         # holds a literal question mark.

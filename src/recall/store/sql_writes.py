@@ -50,6 +50,14 @@ class SQLWrites(SQLReads):
     def _write(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
+    def _write_pipelined(self) -> AbstractContextManager[Any]:
+        """`_write`, with its statements sent without waiting for each one's result where the
+        database allows it (PostgreSQL's pipeline): a result is waited for only where it is
+        read (`fetchone`, `fetchall`), so a transaction whose statements read nothing between
+        them costs one round trip. Only for transactions that read no `rowcount`, which is not
+        known until the results come."""
+        return self._write()
+
     def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement written with `?` placeholders in the open write transaction `db`;
         the cursor (for fetchone, fetchall, rowcount)."""
