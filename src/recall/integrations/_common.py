@@ -230,6 +230,8 @@ class HiddenMessages:
         through, ids = self.load()
         self._save(max(through, message_id), ids)
 
-    def hide(self, message_id: int) -> None:
-        through, ids = self.load()
+    def hide(self, message_id: int, hiding: tuple[int, frozenset[int]] | None = None) -> None:
+        """Hide one message more; `hiding`: what is hidden now, if the caller has just read it
+        (`load`) under the lock that keeps other writers of this key out."""
+        through, ids = hiding if hiding is not None else self.load()
         self._save(through, ids | {message_id})

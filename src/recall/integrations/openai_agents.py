@@ -135,11 +135,13 @@ class RecallSession:
 
     # -- in a worker thread ---------------------------------------------------------------
 
-    def _items(self, limit: int | None = None) -> list[tuple[int, TResponseInputItem]]:
+    def _items(
+        self, limit: int | None = None, hiding: tuple[int, frozenset[int]] | None = None
+    ) -> list[tuple[int, TResponseInputItem]]:
         """(message id, item) of the session's visible items, oldest first: the newest `limit`
         (None: all), read from the end of the chat, so a few cost a few rows however long the
-        session is."""
-        through, hidden = self._hidden.load()
+        session is. `hiding`: what is hidden, if the caller has just read it."""
+        through, hidden = hiding if hiding is not None else self._hidden.load()
         found: list[tuple[int, TResponseInputItem]] = []
         for message in newest_first(self.world, self.chat, after=through, hidden=hidden):
             if limit is not None and len(found) >= limit:
@@ -163,11 +165,12 @@ class RecallSession:
 
     def _pop(self) -> TResponseInputItem | None:
         with self._lock:
-            items = self._items(1)
+            hiding = self._hidden.load()
+            items = self._items(1, hiding)
             if not items:
                 return None
             message_id, item = items[-1]
-            self._hidden.hide(message_id)
+            self._hidden.hide(message_id, hiding)
             return item
 
     def _clear(self) -> None:
