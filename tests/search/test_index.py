@@ -446,6 +446,32 @@ def test_without_an_embedder_searches_fall_back_to_bm25(store_location: str) -> 
         assert store._read("SELECT COUNT(embedding) FROM search_items")[0][0] == 0
 
 
+def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder) -> None:
+    """Its vector candidates and a fresh post it found by its words (not embedded yet) are
+    scored against one embedding of the query."""
+    calls: list[list[str]] = []
+
+    @dataclass
+    class Counting:
+        inner: Embedder
+        name: str = embedder.name
+        dim: int = embedder.dim
+
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+            calls.append(list(texts))
+            return self.inner.embed(texts)
+
+    index = _index(setup.store, Counting(embedder))
+    world = setup.mem.world("w")
+    fresh = world.post("maria", "The courier lost the parcel of spare invoices.", chat="billing")
+    index.index_messages()  # by its words: no vector yet
+    query = "who lost the parcel?"
+    hits = index.search(query, tenant="", space=world.key, method="hybrid")
+    assert fresh.id in [h.source_id for h in hits if h.kind == "message"]
+    assert sum(texts.count(query) for texts in calls) == 1
+    assert any("lost the parcel" in text for texts in calls for text in texts)  # the fresh post, embedded now
+
+
 def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder: Embedder) -> None:
     @dataclass
     class Renamed:

@@ -187,6 +187,8 @@ class RowStore(Protocol):
 
     def _write(self) -> AbstractContextManager[Any]: ...
 
+    def _write_pipelined(self) -> AbstractContextManager[Any]: ...
+
 
 class SearchBackend(Protocol):
     """The primitives a database implements for the index; `db` is the cursor of a write
@@ -235,12 +237,6 @@ class SearchBackend(Protocol):
     def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
         """Delete the items of `kind` with these source ids, their vectors included, leaving
         their ids for the copies in memory to drop; how many there were."""
-        ...
-
-    def together(self, db: Any) -> AbstractContextManager[object]:
-        """A block whose writes on `db` may go to the database together, their results read at
-        its end (PostgreSQL's pipeline: one round trip, not one a statement); what the block's
-        `delete_items` return is then not to be relied on."""
         ...
 
     def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:

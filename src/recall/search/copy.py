@@ -5,8 +5,8 @@ ts_rank) costs time in proportion to the matches (a common word in 20,000 of 100
 15-25 ms on SQLite, ~100 ms on PostgreSQL), the copy a few milliseconds. It is brought in step
 before each search, and by the background indexer, from the rows changed since it last looked:
 `search_state.search_changed` counts the transactions that insert or delete items or store
-their vectors (SQLite's copy holds the vectors, PostgreSQL's only whether there is one); each
-item keeps the count of the last transaction that wrote it, and a deleted item leaves its id and count in `search_deleted`. So
+their vectors; each item keeps the count of the last transaction that wrote it, and a deleted
+item leaves its id and count in `search_deleted`. So
 what another process writes or deletes (the index worker, a CLI command, another replica) is
 searched too.
 

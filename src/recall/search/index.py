@@ -13,12 +13,14 @@ another one, carries on where the last stopped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
+from numpy.typing import NDArray
 
 from recall.errors import InvalidInputError
 from recall.limits import check_time
@@ -197,7 +199,7 @@ class SearchIndex:
         rows = [item_row(item) for item in items]
         if not rows:
             return
-        with self._store._write() as db:
+        with self._store._write_pipelined() as db:  # `_add_rows` reads no result
             self._add_rows(db, rows)
 
     def add_in(self, db: Any, items: Sequence[IndexItem]) -> None:
@@ -207,17 +209,16 @@ class SearchIndex:
 
     def _add_rows(self, db: Any, rows: Sequence[ItemRow]) -> None:
         """Replace the items of the rows' kinds and source ids: one deletion per kind, then one
-        insert (of a source written twice, the last row stands), sent together where the
-        database takes statements without waiting for each (`SearchBackend.together`)."""
+        insert (of a source written twice, the last row stands). Nothing here reads a result,
+        so in a pipelined transaction (`_write_pipelined`) they all go in one round trip."""
         latest = {(row.kind, row.source_id): row for row in rows}
         by_kind: dict[str, list[int]] = {}
         for kind, source_id in latest:
             by_kind.setdefault(kind, []).append(source_id)
-        with self._backend.together(db):
-            for kind, ids in by_kind.items():
-                for start in range(0, len(ids), MAX_PARAMS):
-                    self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
-            self._backend.insert_items(db, list(latest.values()))
+        for kind, ids in by_kind.items():
+            for start in range(0, len(ids), MAX_PARAMS):
+                self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
+        self._backend.insert_items(db, list(latest.values()))
 
     def remove(self, kind: str, source_ids: Sequence[int]) -> int:
         """Remove the items of `kind` with these source ids; how many were there."""
@@ -486,10 +487,11 @@ class SearchIndex:
                     sender=c.sender,
                     chat_id=c.chat_id,
                 )
-                for place, c in enumerate(self._vector(local, query, filters, k), 1)
+                for place, c in enumerate(self._vector(local, self._query_vector(query), filters, k), 1)
             ]
-        keyword, vector, neighbours = self._candidates(local, query, filters, k)
-        unembedded = self._unembedded(local, query, keyword, vector)
+        embedded = self._query_vector(query)
+        keyword, vector, neighbours = self._candidates(local, query, embedded, filters, k)
+        unembedded = self._unembedded(local, embedded, keyword, vector)
         return rank(query, keyword, vector, neighbours, k, unembedded, named_periods(query, now))
 
     def candidates(
@@ -500,17 +502,34 @@ class SearchIndex:
         and explaining the ranking (bench/locomo_fit.py)."""
         check_query(query, k, "hybrid")
         filters = search_filters(tenant, space, kinds, None, None, None, None, None, None)
-        return self._candidates(self._backend.copy.in_step(), query, filters, k)
+        return self._candidates(self._backend.copy.in_step(), query, self._query_vector(query), filters, k)
+
+    def _query_vector(self, query: str) -> Callable[[], NDArray[np.float32]]:
+        """The query's vector, embedded when first asked for, then kept: a hybrid search may
+        need it twice (its vector candidates, its keyword candidates not embedded yet) or not
+        at all (nothing passing its filters has a vector)."""
+
+        @functools.cache
+        def vector() -> NDArray[np.float32]:
+            assert self.embedder is not None
+            first: NDArray[np.float32] = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+            return first
+
+        return vector
 
     def _candidates(
-        self, local: LocalIndex, query: str, filters: Filters, k: int
+        self, local: LocalIndex, query: str, embedded: Callable[[], NDArray[np.float32]], filters: Filters, k: int
     ) -> tuple[list[Candidate], list[Candidate], dict[int, tuple[int | None, int | None]]]:
         depth = hybrid_depth(k)
-        keyword, vector = self._keyword(local, query, filters, depth), self._vector(local, query, filters, depth)
+        keyword, vector = self._keyword(local, query, filters, depth), self._vector(local, embedded, filters, depth)
         return keyword, vector, self._neighbours([*keyword, *vector])
 
     def _unembedded(
-        self, local: LocalIndex, query: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]
+        self,
+        local: LocalIndex,
+        embedded: Callable[[], NDArray[np.float32]],
+        keyword: Sequence[Candidate],
+        vector: Sequence[Candidate],
     ) -> dict[int, float]:
         """The similarity to the query of keyword candidates not embedded yet (recent posts),
         embedded now: at most UNEMBEDDED_MAX, the best-ranked first (also when nothing of the
@@ -529,7 +548,7 @@ class SearchIndex:
         if not rows:
             return {}
         vectors = np.asarray(self.embedder.embed([str(r[1]) for r in rows]), dtype=np.float32)
-        query_vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
+        query_vector = embedded()
         return {int(r[0]): similarity(1.0 - float(v @ query_vector)) for r, v in zip(rows, vectors, strict=True)}
 
     def _neighbours(self, candidates: Sequence[Candidate]) -> dict[int, tuple[int | None, int | None]]:
@@ -558,8 +577,9 @@ class SearchIndex:
         terms = query_terms(query)
         return local.keyword_candidates(terms, filters, limit) if terms else []
 
-    def _vector(self, local: LocalIndex, query: str, filters: Filters, limit: int) -> list[Candidate]:
+    def _vector(
+        self, local: LocalIndex, embedded: Callable[[], NDArray[np.float32]], filters: Filters, limit: int
+    ) -> list[Candidate]:
         if self.embedder is None or not local.embedded_passing(filters):
             return []  # nothing to compare the query with: it is not embedded for nothing
-        vector = np.asarray(self.embedder.embed([query]), dtype=np.float32)[0]
-        return local.nearest_candidates(vector, filters, limit)
+        return local.nearest_candidates(embedded(), filters, limit)

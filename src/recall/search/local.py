@@ -695,7 +695,7 @@ class LocalIndex:
         """Build or extend the HNSW graph of every partition with enough vectors; how many rows
         were added to graphs. A new graph is built outside the lock: searches go on meanwhile."""
         if not self.dim:
-            return 0  # a copy of words only (PostgreSQL's: its vectors are in pgvector)
+            return 0  # a copy of words only (no embedder)
         from usearch.index import Index  # loaded when a partition first needs a graph
 
         added = 0

@@ -11,11 +11,9 @@ catches up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
 from numpy.typing import NDArray
 
 from recall.search.base import ItemRow
@@ -98,14 +96,6 @@ class PostgresSearch:
 
     def insert_items(self, db: Any, rows: Sequence[ItemRow]) -> None:
         db.executemany(_INSERT_ITEM, rows)
-
-    def together(self, db: Any) -> AbstractContextManager[object]:
-        # libpq 14 and later have pipelines (psycopg's binary wheel ships one). In one already
-        # (`_write_pipelined`) the statements ride it: a block of its own would wait for them.
-        connection: psycopg.Connection[Any] = db.connection
-        if not psycopg.Pipeline.is_supported() or connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
-            return nullcontext()
-        return connection.pipeline()
 
     def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
         db.execute(_DELETE_ITEMS, (kind, list(source_ids)))

@@ -9,7 +9,6 @@ took about 90 ms at 100,000 items.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,9 +88,6 @@ class SQLiteSearch:
                 " ON CONFLICT (kind, source_id) DO NOTHING",
                 (*row, changed),
             )
-
-    def together(self, db: Any) -> AbstractContextManager[object]:
-        return nullcontext()  # statements on a file cost no round trip
 
     def delete_items(self, db: Any, kind: str, source_ids: Sequence[int]) -> int:
         rows = db.execute(
