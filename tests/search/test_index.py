@@ -5,7 +5,7 @@ background indexer."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,6 +46,23 @@ CONVERSATION = [
 def embedder() -> Embedder:
     """The real all-MiniLM-L6-v2, loaded once for the module."""
     return default_embedder()
+
+
+@dataclass
+class ModelAs:
+    """The real model under `name`, showing each batch of texts to `seen` before embedding it."""
+
+    inner: Embedder
+    name: str
+    seen: Callable[[Sequence[str]], object] = lambda texts: None
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.seen(texts)
+        return self.inner.embed(texts)
 
 
 @dataclass
@@ -341,26 +358,19 @@ def test_embedding_runs_outside_the_lock_and_skips_items_changed_meanwhile(setup
     index.add([_note(20, "The boiler makes a knocking sound.")])
     posted: list[Message] = []
 
-    @dataclass
-    class DuringEmbedding:
-        """The real model, with a concurrent write in the middle of its call."""
+    def write_meanwhile(texts: Sequence[str]) -> None:
+        """A concurrent write in the middle of the model's call."""
 
-        inner: Embedder
-        name: str = embedder.name
-        dim: int = embedder.dim
+        def write() -> None:
+            index.add([_note(20, "The boiler was repaired on Tuesday.")])
+            posted.append(setup.mem.world("w").post("bob", "Posted while the model was running."))
 
-        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-            def write() -> None:
-                index.add([_note(20, "The boiler was repaired on Tuesday.")])
-                posted.append(setup.mem.world("w").post("bob", "Posted while the model was running."))
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join(timeout=10)
+        assert not writer.is_alive(), "a write waited for the embedding model"
 
-            writer = threading.Thread(target=write)
-            writer.start()
-            writer.join(timeout=10)
-            assert not writer.is_alive(), "a write waited for the embedding model"
-            return self.inner.embed(texts)
-
-    racing = _index(setup.store, DuringEmbedding(embedder))
+    racing = _index(setup.store, ModelAs(embedder, embedder.name, write_meanwhile))
     assert racing.embed_pending(batch=10) == 0  # the only pending item was replaced
     assert posted
     # The new message copied (1), then it and the new note embedded (2).
@@ -450,18 +460,7 @@ def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder)
     """Its vector candidates and a fresh post it found by its words (not embedded yet) are
     scored against one embedding of the query."""
     calls: list[list[str]] = []
-
-    @dataclass
-    class Counting:
-        inner: Embedder
-        name: str = embedder.name
-        dim: int = embedder.dim
-
-        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-            calls.append(list(texts))
-            return self.inner.embed(texts)
-
-    index = _index(setup.store, Counting(embedder))
+    index = _index(setup.store, ModelAs(embedder, embedder.name, lambda texts: calls.append(list(texts))))
     world = setup.mem.world("w")
     fresh = world.post("maria", "The courier lost the parcel of spare invoices.", chat="billing")
     index.index_messages()  # by its words: no vector yet
@@ -473,20 +472,9 @@ def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder)
 
 
 def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder: Embedder) -> None:
-    @dataclass
-    class Renamed:
-        """The same real model under another name, as a new model version would be."""
-
-        inner: Embedder
-        name: str = "all-MiniLM-L6-v2@next"
-        dim: int = embedder.dim
-
-        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-            return self.inner.embed(texts)
-
     total = len(setup.messages)
     assert _index(setup.store, embedder).pending() == 0  # same model: nothing to redo
-    renamed = _index(setup.store, Renamed(embedder))
+    renamed = _index(setup.store, ModelAs(embedder, "all-MiniLM-L6-v2@next"))  # as a new model version would be
     assert renamed.pending() == total
     assert renamed.search("computer display smashed", tenant="", space="w", method="vector") == []
     assert renamed.catch_up() == total
