@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from recall.api import Recall
 from recall.server.app import create_app
 from recall.server.config import ApiKey, ServerConfig
+from recall.server.protocol import timed_http
 from recall.settings import Settings
 
 
@@ -39,11 +40,17 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
 
-def start_uvicorn(app: FastAPI) -> tuple[str, uvicorn.Server, threading.Thread]:
+def start_uvicorn(
+    app: FastAPI, header_timeout: float | None = None, protocol: type[Any] | None = None
+) -> tuple[str, uvicorn.Server, threading.Thread]:
     """Serve `app` with uvicorn in a thread on a free loopback port, once it accepts requests:
-    its URL, the server and the thread (set `server.should_exit` and join to stop it)."""
+    its URL, the server and the thread (set `server.should_exit` and join to stop it). The HTTP
+    protocol is the one `recall serve` runs (`header_timeout`: the config's default), unless
+    `protocol` names another."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    if protocol is None:
+        protocol = timed_http(ServerConfig().header_timeout if header_timeout is None else header_timeout)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -78,3 +78,42 @@ def test_woken_checks_run_in_one_call_and_mark_what_they_answer_read(tmp_path: P
         assert isinstance(nobody, LookupError)  # alone: the others were answered
         assert world.agent("a").inbox() == [] and world.agent("c").inbox() == []
         assert [m.id for m in world.agent("b").inbox()] == [asked["b"]]
+
+
+def test_a_woken_check_answers_the_posts_that_woke_it_without_reading_the_store(tmp_path: Path) -> None:
+    """A waiting check found nothing to answer; the posts announced with their recipients since
+    are all it has (oldest first, spec §6), so it is answered at once, reading nothing, and what
+    it carried is marked read before any later check of the agent reads. More than its limit,
+    and it reads the store (the oldest first; the rest stay unread)."""
+    with Recall(tmp_path / "heard.db", Settings(index_interval=0, embeddings="none")) as mem:
+        world = mem.world("w", create=True)
+        world.add_agent("a")
+        world.add_human("maria")
+        world.post("maria", "@nobody in particular")  # not addressed to a: unread
+        first, second = (world.post("maria", f"@a question {i}") for i in range(2))
+        store = mem.service.store
+        reads: list[int] = []
+        unread_inboxes = store.unread_inboxes
+
+        def counted(*args: object, **kwargs: object) -> object:
+            reads.append(1)
+            return unread_inboxes(*args, **kwargs)  # type: ignore[arg-type]
+
+        store.unread_inboxes = counted  # type: ignore[method-assign]
+        checks = InboxChecks(mem.service)
+        acked = InboxQuery(mark_read=True)
+
+        async def known_then_read() -> tuple[CheckAnswer, CheckAnswer]:
+            known = await checks.check(CheckRequest(world.key, "a", acked, heard=(second, first)))
+            assert reads == [] and checks.batches == 0  # answered on the spot
+            return known, await checks.check(CheckRequest(world.key, "a", InboxQuery()))
+
+        known, after = asyncio.run(known_then_read())
+        assert [m["id"] for m in known.answer["new_mentions"]] == [first.id, second.id]
+        assert after.answer["new_mentions"] == [] and reads == [1]  # the acknowledgement came first
+        assert world.agent("a").inbox() == []  # the later check passed what a was not addressed in
+
+        third, fourth = (world.post("maria", f"@a again {i}") for i in range(2))
+        over = asyncio.run(checks.check(CheckRequest(world.key, "a", InboxQuery(limit=1), heard=(third, fourth))))
+        assert [m["id"] for m in over.answer["new_mentions"]] == [third.id]
+        assert reads == [1, 1]

@@ -171,7 +171,7 @@ def test_a_notify_from_a_worker_thread_wakes_a_waiter_at_once() -> None:
 
     async def wait() -> float:
         notifier = Notifier()
-        future = notifier.subscribe("w", "agent-b")
+        future = notifier.subscribe("w", "agent-b").future
         loop = asyncio.get_running_loop()
         sleeping = threading.Event()
 

@@ -5,7 +5,6 @@ within `header_timeout`, and connections are capped below the descriptor limit."
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,38 +12,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from recall.api import Recall
 from recall.errors import InvalidInputError
 from recall.server.app import create_app
 from recall.server.config import ServerConfig, connection_limit, load_config
-from recall.server.protocol import timed_http
 from recall.settings import Settings
-from tests.server.conftest import free_port
+from tests.server.conftest import start_uvicorn
 
 
 @contextmanager
 def served(tmp_path: Path, header_timeout: float) -> Iterator[int]:
     """`recall serve`'s uvicorn settings on a free port: the port."""
-    port = free_port()
     mem = Recall(tmp_path / "slow.db", Settings(index_interval=0, embeddings="none"))
-    config = uvicorn.Config(
-        create_app(mem.service, ServerConfig(rate_limit=0)),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        http=timed_http(header_timeout),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
+    url, server, thread = start_uvicorn(create_app(mem.service, ServerConfig(rate_limit=0)), header_timeout)
     try:
-        yield port
+        yield int(url.rsplit(":", 1)[1])
     finally:
         server.should_exit = True
         thread.join(timeout=10)

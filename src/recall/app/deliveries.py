@@ -193,6 +193,17 @@ class Deliveries:
         self.store.mark_read_many(world, passed, datetime.now(UTC))
         return results
 
+    def answer_known(self, plain: PlainCheck, mentions: Sequence[Message]) -> CheckResult:
+        """`check_many`'s answer to a check whose new mentions are known without reading the
+        store: a waiting check found none there, so once woken it has only the posts that woke
+        it to answer (each delivered to it, and one it would respond to). Nothing is read or
+        marked read: what it is not addressed in stays unread until a check reads the store."""
+        _, chat = self._check_arguments(plain.limit, plain.context_limit, plain.session, plain.chat_id)
+        ordered = sorted({m.id: m for m in mentions}.values(), key=lambda m: m.id)
+        if chat is None and plain.chat_id is None and ordered:
+            chat = ordered[-1].chat_id
+        return CheckResult(tuple(ordered), chat_id=chat)
+
     def _context_once(
         self,
         world_id: str,

@@ -19,6 +19,7 @@ from pydantic import Field
 from recall.app.gate import Gate, Principal
 from recall.app.service import RecallService
 from recall.errors import AuthenticationError
+from recall.server.collector import CrowdHold
 from recall.server.config import ApiKey, ServerConfig
 from recall.server.inbox import InboxChecks, Notifier
 from recall.server.metrics import Metrics
@@ -66,7 +67,8 @@ class ServerState:
     limiter: RateLimiter
     writer: PostWriter
     checks: InboxChecks
-    notifier: Notifier = field(default_factory=Notifier)
+    #: A post that wakes a crowd holds the collector off while they are answered.
+    notifier: Notifier = field(default_factory=lambda: Notifier(on_wake=CrowdHold()))
     metrics: Metrics = field(default_factory=Metrics)
 
     @classmethod

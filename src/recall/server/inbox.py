@@ -3,18 +3,23 @@
 Waiters are futures in the server's event loop, keyed by world and agent, so a thousand of
 them cost a thousand small objects. A post wakes only the waiting agents that would respond
 to it (the pure routing rule, no store read), so a message to one agent among a thousand
-waiting wakes one check; each woken check reads the store again, in a worker thread, so a
-slow read never holds the loop. `notify` may be called from any thread: off the loop it
-hands the wake-up to the loop, which alone touches the waiters.
+waiting wakes one check. A waiting check found nothing to answer in the store, so what it has
+to answer once woken is what woke it: the posts this server announced with their recipients
+(`Waiter.heard`) are its answer, read from no store. Anything else (a post announced without
+its recipients, by another replica, or a change of unknown content) makes the woken check read
+the store again, in a worker thread, so a slow read never holds the loop. `notify` may be
+called from any thread: off the loop it hands the wake-up to the loop, which alone touches the
+waiters.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from recall.app.deliveries import PlainCheck
@@ -28,38 +33,58 @@ if TYPE_CHECKING:
     from recall.app.service import RecallService
     from recall.server.metrics import Metrics
 
+logger = logging.getLogger("recall.server")
+
 #: The longest a waiting check waits, in seconds.
 MAX_WAIT_SECONDS = 300
 
 
+@dataclass(eq=False)
+class Waiter:
+    """One waiting check: the future a post resolves, and what woke it."""
+
+    future: asyncio.Future[None]
+    #: The messages for this agent announced since it began waiting, in order; None once
+    #: something else woke it (its check must read the store).
+    heard: list[Message] | None = field(default_factory=list)
+    #: Checked and found nothing: asleep until a post (not still reading the store).
+    asleep: bool = False
+
+
 class Notifier:
-    def __init__(self) -> None:
-        self._waiters: dict[str, dict[str, set[asyncio.Future[None]]]] = defaultdict(lambda: defaultdict(set))
+    def __init__(self, on_wake: Callable[[int], None] | None = None) -> None:
+        self._waiters: dict[str, dict[str, set[Waiter]]] = defaultdict(lambda: defaultdict(set))
         #: The loop the waiters live in (set by the first subscriber).
         self._loop: asyncio.AbstractEventLoop | None = None
         self.wakeups = 0
+        #: Told how many checks each notification woke (the server's `CrowdHold`).
+        self._on_wake = on_wake
 
-    def subscribe(self, world_id: str, agent_id: str) -> asyncio.Future[None]:
+    def subscribe(self, world_id: str, agent_id: str) -> Waiter:
         self._loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = self._loop.create_future()
-        self._waiters[world_id.lower()][agent_id.lower()].add(future)
-        return future
+        waiter = Waiter(self._loop.create_future())
+        self._waiters[world_id.lower()][agent_id.lower()].add(waiter)
+        return waiter
 
-    def unsubscribe(self, world_id: str, agent_id: str, future: asyncio.Future[None]) -> None:
+    def unsubscribe(self, world_id: str, agent_id: str, waiter: Waiter) -> None:
         world = self._waiters.get(world_id.lower())
         if world is None:
             return
         agent = world.get(agent_id.lower())
         if agent is not None:
-            agent.discard(future)
+            agent.discard(waiter)
             if not agent:
                 del world[agent_id.lower()]
         if not world:
             del self._waiters[world_id.lower()]
 
-    def notify(self, world_id: str, message: Message | None = None) -> None:
+    def notify(
+        self, world_id: str, message: Message | None = None, delivered_to: Collection[str] | None = None
+    ) -> None:
         """Wake the world's waiters that would respond to `message`; all of them when None
-        (a change made elsewhere, e.g. by another process). Safe from any thread."""
+        (a change made elsewhere, e.g. by another process). With `delivered_to` (the agents the
+        message was delivered to) it is what the woken checks answer. Safe from any
+        thread."""
         loop = self._loop
         if loop is None:
             return  # nobody has ever waited
@@ -68,37 +93,55 @@ class Notifier:
         except RuntimeError:
             here = None
         if here is loop:
-            self._wake(world_id, message)
+            self._wake(world_id, message, delivered_to)
             return
         # Futures are not thread-safe: only their loop may resolve them.
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(self._wake, world_id, message)
+            loop.call_soon_threadsafe(self._wake, world_id, message, delivered_to)
 
-    def _wake(self, world_id: str, message: Message | None) -> None:
+    def _wake(self, world_id: str, message: Message | None, delivered_to: Collection[str] | None) -> None:
         world = self._waiters.get(world_id.lower())
         if not world:
             return
-        for agent, futures in world.items():
+        recipients: set[str] | None = None
+        woken = 0
+        for agent, waiters in world.items():
             if message is not None and not would_respond(agent, message):
                 continue
-            for future in futures:
-                if not future.done():
-                    future.set_result(None)
-                    self.wakeups += 1
+            if message is not None and delivered_to is not None:
+                if recipients is None:
+                    recipients = {a.lower() for a in delivered_to}
+                if agent not in recipients:
+                    continue  # not one of its deliveries (it joined the world later)
+            for waiter in waiters:
+                if waiter.heard is not None:
+                    if message is not None and delivered_to is not None:
+                        waiter.heard.append(message)
+                    else:
+                        waiter.heard = None
+                if not waiter.future.done():
+                    waiter.future.set_result(None)
+                    woken += 1
+        self.wakeups += woken
+        if woken and self._on_wake is not None:
+            self._on_wake(woken)
 
     def waiting(self) -> int:
-        return sum(len(f) for world in self._waiters.values() for f in world.values())
+        """Checks asleep until a message arrives (subscribed and past their read of the store)."""
+        return sum(w.asleep for world in self._waiters.values() for waiters in world.values() for w in waiters)
 
 
 async def wait_for_mentions(
     notifier: Notifier,
     world_id: str,
     agent_id: str,
-    check: Callable[[], Awaitable[CheckAnswer]],
+    check: Callable[[Sequence[Message] | None], Awaitable[CheckAnswer]],
     timeout: float,
     disconnected: Awaitable[None] | None = None,
 ) -> CheckAnswer | None:
-    """Run `check` until it finds new mentions or `timeout` passes (then None).
+    """Run `check` until it finds new mentions or `timeout` passes (then None). `check` is given
+    the messages that woke it when they are all it has to answer (see `Waiter.heard`), else None:
+    it reads the store.
 
     Subscribes before each check, so a post between the check and the sleep still wakes it.
     Returns None early too when `disconnected` completes (the client went away).
@@ -106,22 +149,26 @@ async def wait_for_mentions(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     gone = asyncio.ensure_future(disconnected) if disconnected is not None else None
+    heard: Sequence[Message] | None = None
     try:
         while True:
-            future = notifier.subscribe(world_id, agent_id)
+            waiter = notifier.subscribe(world_id, agent_id)
             try:
-                checked = await check()
+                checked = await check(heard)
                 if checked.result.new_mentions:
                     return checked
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return None
-                waits: set[asyncio.Future[None]] = {future} if gone is None else {future, gone}
+                waits = {waiter.future} if gone is None else {waiter.future, gone}
+                waiter.asleep = True
                 done, _ = await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                waiter.asleep = False
                 if gone is not None and gone in done:
                     return None
+                heard = waiter.heard or None
             finally:
-                notifier.unsubscribe(world_id, agent_id, future)
+                notifier.unsubscribe(world_id, agent_id, waiter)
     finally:
         if gone is not None:
             gone.cancel()
@@ -153,6 +200,9 @@ class CheckRequest:
     query: InboxQuery
     #: A waiting check: context only once there are mentions to answer.
     only_with_mentions: bool = False
+    #: A woken check's new mentions when they are known: the posts that woke it (see
+    #: `Waiter.heard`). None: read from the store.
+    heard: tuple[Message, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,25 +214,83 @@ class CheckAnswer:
     answer: dict[str, Any]
 
 
-class InboxChecks(GroupCommit[CheckRequest, CheckAnswer]):
+@dataclass(frozen=True)
+class Acknowledgement:
+    """The mentions an answer carried, to mark read once it is rendered (`mark_read`)."""
+
+    world_id: str
+    agent_id: str
+    message_ids: tuple[int, ...]
+
+
+class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]):
     """Checks that arrive together (the crowd one post wakes) run in one worker-thread call:
     the plain ones of a world read all their inboxes at once (`Deliveries.check_many`), and
     the mentions their answers carry are marked read in one write per world. A thousand woken
-    long polls then cost a few statements, not a few thousand."""
+    long polls then cost a few statements, not a few thousand.
+
+    A woken check whose mentions are known (`CheckRequest.heard`) is answered on the event loop
+    at once (`answer_known`): it reads nothing, and its acknowledgement is queued here, before
+    any check the agent makes after reading the answer."""
 
     def __init__(self, service: RecallService) -> None:
         super().__init__()
         self.service = service
 
-    def run_batch(self, items: list[CheckRequest]) -> list[CheckAnswer | Exception]:
+    async def check(self, item: CheckRequest) -> CheckAnswer:
+        """One check's answer: at once when its mentions are known, else from the store."""
+        known = self.answer_known(item)
+        if known is not None:
+            return known
+        checked = await self.submit(item)
+        assert isinstance(checked, CheckAnswer)
+        return checked
+
+    def answer_known(self, item: CheckRequest) -> CheckAnswer | None:
+        """The answer of a plain check whose mentions are known (no more than its limit), its
+        acknowledgement queued (`mark_read`); None for any other check."""
+        if item.heard is None or item.query.include_context or len(item.heard) > item.query.limit:
+            return None
+        result = self.service.deliveries.answer_known(_plain(item), item.heard)
+        checked = CheckAnswer(result, views.check(result))
+        if item.query.mark_read and result.new_mentions:
+            ids = tuple(m.id for m in result.new_mentions)
+            self.enqueue(Acknowledgement(item.world_id, item.agent_id, ids)).add_done_callback(_acknowledged)
+        return checked
+
+    def run_batch(self, items: list[CheckRequest | Acknowledgement]) -> list[CheckAnswer | int | Exception]:
+        outcomes: list[CheckAnswer | int | Exception] = [RuntimeError("not checked")] * len(items)
+        # Acknowledgements first: they were queued before the checks of this batch were made.
+        acks: dict[str, dict[int, Acknowledgement]] = defaultdict(dict)
+        checks: dict[int, CheckRequest] = {}
+        for index, item in enumerate(items):
+            if isinstance(item, Acknowledgement):
+                acks[item.world_id][index] = item
+            else:
+                checks[index] = item
+        for world_id, acked in acks.items():
+            marks: dict[str, list[int]] = defaultdict(list)
+            for ack in acked.values():
+                marks[ack.agent_id].extend(ack.message_ids)
+            try:
+                outcome: int | Exception = self.service.deliveries.ack_many(world_id, marks)
+            except Exception as exc:  # noqa: BLE001 - each acknowledgement learns why
+                outcome = exc
+            for index in acked:
+                outcomes[index] = outcome
+        for index, answer in zip(checks, self._check(list(checks.values())), strict=True):
+            outcomes[index] = answer
+        return outcomes
+
+    def _check(self, items: list[CheckRequest]) -> list[CheckAnswer | Exception]:
         found: list[CheckResult | Exception] = [RuntimeError("not checked")] * len(items)
         plain: dict[str, list[int]] = defaultdict(list)
+        deliveries = self.service.deliveries
         for index, item in enumerate(items):
             if item.query.include_context:
                 found[index] = self._with_context(item)
             else:
                 plain[item.world_id].append(index)
-        deliveries = self.service.deliveries
         for world_id, indexes in plain.items():
             wanted = [_plain(items[i]) for i in indexes]
             try:
@@ -235,6 +343,13 @@ class InboxChecks(GroupCommit[CheckRequest, CheckAnswer]):
             return exc
 
 
+def _acknowledged(done: asyncio.Future[CheckAnswer | int]) -> None:
+    """An acknowledgement that failed leaves its mentions unread: they are sent again (at least
+    once), so it is only logged."""
+    if not done.cancelled() and done.exception() is not None:
+        logger.warning("marking answered mentions read failed: %s", done.exception())
+
+
 def _plain(item: CheckRequest) -> PlainCheck:
     query = item.query
     return PlainCheck(item.agent_id, query.limit, query.chat_id, query.session, query.context_limit)
@@ -255,16 +370,18 @@ async def run_check(
     arrives or the timeout passes. With `poll_interval` a waiting check also looks again every
     that many seconds, for posts that reach the store without passing `notifier`."""
     if not query.wait:
-        checked: CheckAnswer | None = await checks.submit(CheckRequest(world_id, agent_id, query))
+        checked: CheckAnswer | None = await checks.check(CheckRequest(world_id, agent_id, query))
     else:
         if metrics is not None:
             metrics.observe_waiting_check()
         waiting = CheckRequest(world_id, agent_id, query, only_with_mentions=True)
+
+        def check(heard: Sequence[Message] | None) -> Awaitable[CheckAnswer]:
+            return checks.check(waiting if heard is None else replace(waiting, heard=tuple(heard)))
+
         # A cancelled call (client gone) cancels this await, which unsubscribes the waiter.
         with _ticking(notifier, world_id, poll_interval):
-            checked = await wait_for_mentions(
-                notifier, world_id, agent_id, lambda: checks.submit(waiting), query.timeout, disconnected
-            )
+            checked = await wait_for_mentions(notifier, world_id, agent_id, check, query.timeout, disconnected)
     if checked is None:
         result = CheckResult(chat_id=query.chat_id)
         checked = CheckAnswer(result, views.check(result))

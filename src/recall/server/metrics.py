@@ -78,7 +78,7 @@ class Metrics:
         metric("deliveries_total", "counter", "Inbox entries created by those messages.", self.deliveries)
         metric("inbox_checks_total", "counter", "Inbox checks answered.", self.checks)
         metric("inbox_waiting_checks_total", "counter", "Checks that long-polled.", self.waiting_checks)
-        metric("inbox_waiting", "gauge", "Checks waiting right now.", waiting)
+        metric("inbox_waiting", "gauge", "Checks asleep until a message arrives, right now.", waiting)
         metric("inbox_mentions_returned_total", "counter", "New mentions returned by checks.", self.mentions_returned)
         metric(
             "context_once_messages_sent_total",

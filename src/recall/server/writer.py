@@ -41,13 +41,18 @@ class GroupCommit(Generic[Item, Result]):
         self.batches = 0
 
     async def submit(self, item: Item) -> Result:
+        return await self.enqueue(item)
+
+    def enqueue(self, item: Item) -> asyncio.Future[Result]:
+        """`submit` without waiting: the future of the item's outcome. Items are handled in the
+        order they are queued."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Result] = loop.create_future()
         self._pending.append((item, future))
         if self._flushing is None:
             # Started on the loop's next turn, so the items already in it join the first batch.
             self._flushing = loop.create_task(self._flush())
-        return await future
+        return future
 
     async def _flush(self) -> None:
         try:

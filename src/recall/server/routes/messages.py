@@ -41,7 +41,7 @@ async def post_message(request: Request, world: str, body: schemas.MessageIn, wh
 def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
     """Wake the waiting checks a stored post is for; its answer, with `delivered_to`."""
     message, world_key, delivered = stored
-    state.notifier.notify(world_key, message)
+    state.notifier.notify(world_key, message, delivered)
     state.metrics.observe_post(len(delivered))
     return views.posted(message, delivered)
 
