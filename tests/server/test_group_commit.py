@@ -4,6 +4,7 @@ outcome, and the checks one post wakes (and their acknowledgements) run together
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 
@@ -117,3 +118,22 @@ def test_a_woken_check_answers_the_posts_that_woke_it_without_reading_the_store(
         over = asyncio.run(checks.check(CheckRequest(world.key, "a", InboxQuery(limit=1), heard=(third, fourth))))
         assert [m["id"] for m in over.answer["new_mentions"]] == [third.id]
         assert reads == [1, 1]
+
+
+def test_the_crowd_one_post_wakes_shares_one_rendered_answer(tmp_path: Path) -> None:
+    with Recall(tmp_path / "crowd.db", Settings(index_interval=0, embeddings="none")) as mem:
+        world = mem.world("w", create=True)
+        for name in ("a", "b"):
+            world.add_agent(name)
+        world.add_human("maria")
+        hello = world.post("maria", "hello all")
+        checks = InboxChecks(mem.service)
+
+        async def woken(agent: str) -> CheckAnswer:
+            return await checks.check(CheckRequest(world.key, agent, InboxQuery(), heard=(hello,)))
+
+        a, b = asyncio.run(woken("a")), asyncio.run(woken("b"))
+        assert a is b and a.body() is b.body()
+        assert json.loads(a.body())["new_mentions"][0]["content"] == "hello all"
+        other = asyncio.run(checks.check(CheckRequest(world.key, "a", InboxQuery(chat_id="elsewhere"), heard=(hello,))))
+        assert other is not a and json.loads(other.body())["context_metadata"]["chat_id"] == "elsewhere"

@@ -15,6 +15,7 @@ waiters.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
@@ -205,13 +206,20 @@ class CheckRequest:
     heard: tuple[Message, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class CheckAnswer:
     """What a check found, and the answer rendered from it (its mentions are marked read, with
     `mark_read`, only once this answer exists)."""
 
     result: CheckResult
     answer: dict[str, Any]
+    _body: bytes | None = None
+
+    def body(self) -> bytes:
+        """The answer as the HTTP API sends it, encoded once however many checks share it."""
+        if self._body is None:
+            self._body = json.dumps(self.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        return self._body
 
 
 @dataclass(frozen=True)
@@ -236,6 +244,8 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
     def __init__(self, service: RecallService) -> None:
         super().__init__()
         self.service = service
+        #: The last answer `answer_known` gave: the crowd one post wakes share it.
+        self._known: CheckAnswer | None = None
 
     async def check(self, item: CheckRequest) -> CheckAnswer:
         """One check's answer: at once when its mentions are known, else from the store."""
@@ -252,7 +262,9 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
         if item.heard is None or item.query.include_context or len(item.heard) > item.query.limit:
             return None
         result = self.service.deliveries.answer_known(_plain(item), item.heard)
-        checked = CheckAnswer(result, views.check(result))
+        checked = self._known
+        if checked is None or checked.result != result:
+            checked = self._known = CheckAnswer(result, views.check(result))
         if item.query.mark_read and result.new_mentions:
             ids = tuple(m.id for m in result.new_mentions)
             self.enqueue(Acknowledgement(item.world_id, item.agent_id, ids)).add_done_callback(_acknowledged)
@@ -365,7 +377,7 @@ async def run_check(
     disconnected: Awaitable[None] | None = None,
     poll_interval: float | None = None,
     metrics: Metrics | None = None,
-) -> dict[str, Any]:
+) -> CheckAnswer:
     """One inbox check, for REST and MCP: at once, or (`query.wait`) once a message for the agent
     arrives or the timeout passes. With `poll_interval` a waiting check also looks again every
     that many seconds, for posts that reach the store without passing `notifier`."""
@@ -387,7 +399,7 @@ async def run_check(
         checked = CheckAnswer(result, views.check(result))
     if metrics is not None:
         metrics.observe_check(checked.result)
-    return checked.answer
+    return checked
 
 
 @contextmanager

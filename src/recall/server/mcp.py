@@ -180,7 +180,8 @@ def build_mcp_server(
             query = InboxQuery(
                 limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
             )
-            return await run_check(notifier, world_id, agent_id, query, checks, poll_interval=poll_interval)
+            checked = await run_check(notifier, world_id, agent_id, query, checks, poll_interval=poll_interval)
+            return checked.answer
 
     @server.tool(name="context")
     def context(

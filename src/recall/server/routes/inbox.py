@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from recall.server import schemas, views
 from recall.server.deps import ActingAgent, state_of
@@ -43,12 +43,12 @@ async def check_inbox(
     record: Annotated[
         bool, Query(description="with include_context: record the context as a model call (its id: call_id)")
     ] = True,
-) -> JSONResponse:
+) -> Response:
     state = state_of(request)
     query = InboxQuery(
         limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
     )
-    answer = await run_check(
+    checked = await run_check(
         state.notifier,
         acting.key,
         acting.agent,
@@ -57,7 +57,7 @@ async def check_inbox(
         disconnected=_disconnected(request) if wait else None,
         metrics=state.metrics,
     )
-    return JSONResponse(answer)
+    return Response(checked.body(), media_type="application/json")
 
 
 @router.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", summary="Mark messages read")
