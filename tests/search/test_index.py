@@ -471,6 +471,21 @@ def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder)
     assert any("lost the parcel" in text for texts in calls for text in texts)  # the fresh post, embedded now
 
 
+def test_a_fresh_post_is_embedded_once_for_the_searches_that_meet_it(setup: Setup, embedder: Embedder) -> None:
+    """Until the indexer stores its vector, every hybrid search that finds a fresh post by its
+    words scores it by meaning; the vector made for the first is kept for the next ones."""
+    calls: list[list[str]] = []
+    index = _index(setup.store, ModelAs(embedder, embedder.name, lambda texts: calls.append(list(texts))))
+    world = setup.mem.world("w")
+    fresh = world.post("maria", "The courier lost the parcel of spare invoices.", chat="billing")
+    index.index_messages()  # by its words: no vector yet
+    for query in ("who lost the parcel?", "where is the lost parcel?"):
+        hits = index.search(query, tenant="", space=world.key, method="hybrid")
+        assert fresh.id in [h.source_id for h in hits if h.kind == "message"]
+    embedded_fresh = [text for texts in calls for text in texts if "spare invoices" in text]
+    assert len(embedded_fresh) == 1  # once, for the first search
+
+
 def test_a_different_embedding_model_re_embeds_everything(setup: Setup, embedder: Embedder) -> None:
     total = len(setup.messages)
     assert _index(setup.store, embedder).pending() == 0  # same model: nothing to redo

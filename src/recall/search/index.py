@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
 
 #: Keyword candidates not embedded yet that a hybrid search embeds itself, at most.
 UNEMBEDDED_MAX = 16
+#: Texts whose query-time vectors are kept for the next searches (`FreshVectors`).
+FRESH_VECTORS = 2048
 #: Largest embedding dimension accepted (backends write it into their DDL, so it is checked).
 MAX_DIM = 8192
 
@@ -95,6 +99,35 @@ class SearchOptions(TypedDict, total=False):
     now: datetime | None
 
 
+class FreshVectors:
+    """The vectors of texts a search embedded itself (keyword candidates the indexer has not
+    reached yet), the most recent FRESH_VECTORS of them, by text: while a backlog is being
+    embedded, the searches of a conversation meet the same fresh posts again and again, and
+    each would embed them anew (16 texts, ~100 ms on a core the indexer also uses)."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[NDArray[np.float32]]:
+        """Each text's vector: kept ones again, the others embedded (in one call) and kept."""
+        found: dict[str, NDArray[np.float32]] = {}
+        with self._lock:
+            for text in texts:
+                if text in self._vectors:
+                    self._vectors.move_to_end(text)
+                    found[text] = self._vectors[text]
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            made = np.asarray(embedder.embed(missing), dtype=np.float32)
+            found.update(zip(missing, made, strict=True))
+            with self._lock:
+                self._vectors.update(zip(missing, made, strict=True))
+                while len(self._vectors) > FRESH_VECTORS:
+                    self._vectors.popitem(last=False)
+        return [found[text] for text in texts]
+
+
 class SearchIndex:
     """The search index of one store, on a backend's primitives.
 
@@ -108,6 +141,8 @@ class SearchIndex:
         self.embedder = embedder
         #: Whether the vector storage exists (checked again while it does not).
         self._vec_ready = False
+        #: Texts embedded at query time, until the indexer stores their vectors.
+        self._fresh = FreshVectors()
         if embedder is not None:
             dim = embedder.dim
             if isinstance(dim, bool) or not isinstance(dim, int) or not 0 < dim <= MAX_DIM:
@@ -547,7 +582,7 @@ class SearchIndex:
         rows = sorted(rows, key=lambda r: order[r[0]])[:UNEMBEDDED_MAX]
         if not rows:
             return {}
-        vectors = np.asarray(self.embedder.embed([str(r[1]) for r in rows]), dtype=np.float32)
+        vectors = self._fresh.embed(self.embedder, [str(r[1]) for r in rows])
         query_vector = embedded()
         return {int(r[0]): similarity(1.0 - float(v @ query_vector)) for r, v in zip(rows, vectors, strict=True)}
 
