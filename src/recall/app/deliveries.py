@@ -135,8 +135,7 @@ class Deliveries:
             if len(unread) < INBOX_PAGE:
                 break
             after = unread[-1].id
-        if chat is None and chat_id is None and mentions:
-            chat = mentions[-1].chat_id
+        chat = _answer_chat(chat_id, chat, mentions)
         if not include_context or (context_only_with_mentions and not mentions):
             result = CheckResult(tuple(mentions), chat_id=chat, passed=passed)
         else:
@@ -187,9 +186,9 @@ class Deliveries:
                 results[index] = self.check(world, agent, limit=plain.limit, chat_id=plain.chat_id)
                 continue
             passed.setdefault(agent, []).extend(m.id for m in heard)
-            if chat is None and plain.chat_id is None and mentions:
-                chat = mentions[-1].chat_id
-            results[index] = CheckResult(tuple(mentions), chat_id=chat, passed=len(heard))
+            results[index] = CheckResult(
+                tuple(mentions), chat_id=_answer_chat(plain.chat_id, chat, mentions), passed=len(heard)
+            )
         self.store.mark_read_many(world, passed, datetime.now(UTC))
         return results
 
@@ -200,9 +199,7 @@ class Deliveries:
         marked read: what it is not addressed in stays unread until a check reads the store."""
         _, chat = self._check_arguments(plain.limit, plain.context_limit, plain.session, plain.chat_id)
         ordered = sorted({m.id: m for m in mentions}.values(), key=lambda m: m.id)
-        if chat is None and plain.chat_id is None and ordered:
-            chat = ordered[-1].chat_id
-        return CheckResult(tuple(ordered), chat_id=chat)
+        return CheckResult(tuple(ordered), chat_id=_answer_chat(plain.chat_id, chat, ordered))
 
     def _context_once(
         self,
@@ -271,3 +268,9 @@ class Deliveries:
         if not full and state is not None and state.recalled_digest == digest:
             return replace(recalled, content=None, unchanged=True), digest
         return recalled, digest
+
+
+def _answer_chat(asked: str | None, checked: str | None, mentions: Sequence[Message]) -> str | None:
+    """The chat a check's answer is about: the one it asked for (`checked`: as validated), else
+    the chat of its newest mention."""
+    return mentions[-1].chat_id if asked is None and mentions else checked

@@ -218,11 +218,7 @@ class SearchBackend(Protocol):
         ...
 
     def vectors_exist(self) -> bool:
-        """Whether the vector storage has been created."""
-        ...
-
-    def create_vectors(self, db: Any, dim: int) -> None:
-        """Create the vector storage for vectors of `dim` floats, if it does not exist."""
+        """Whether any vector is stored."""
         ...
 
     def drop_vectors(self, db: Any) -> None:

@@ -139,8 +139,8 @@ class SearchIndex:
         self._backend = backend
         self._store = backend.store
         self.embedder = embedder
-        #: Whether the vector storage exists (checked again while it does not).
-        self._vec_ready = False
+        #: Whether the embedding model's key is recorded (written with the first vectors).
+        self._model_recorded = False
         #: Texts embedded at query time, until the indexer stores their vectors.
         self._fresh = FreshVectors()
         if embedder is not None:
@@ -170,24 +170,21 @@ class SearchIndex:
         rows = self._read("SELECT value FROM search_state WHERE name = ?", (_STATE_MODEL,))
         stored = int(rows[0][0]) if rows else None
         if stored == key:
-            self._vec_ready = self._backend.vectors_exist()
+            self._model_recorded = True
             return
         if stored is None and not self._backend.vectors_exist():
-            return  # nothing embedded yet; the storage and the key are written with the first vectors
+            return  # nothing embedded yet; the key is written with the first vectors
         with self._store._write() as db:
             self._backend.drop_vectors(db)
             db.execute(self._sql("DELETE FROM search_state WHERE name = ?"), (_STATE_MODEL,))
-        self._vec_ready = False
 
-    def _ensure_vectors(self, db: Any) -> None:
-        """Create the vector storage (in the caller's transaction) on first use."""
-        if self._vec_ready:
+    def _record_model(self, db: Any) -> None:
+        """Record which model made the vectors (in the caller's transaction), with the first."""
+        if self._model_recorded:
             return
         assert self.embedder is not None
-        dim = int(self.embedder.dim)
-        self._backend.create_vectors(db, dim)
-        db.execute(self._sql(_SET_STATE), (_STATE_MODEL, model_key(self.embedder.name, dim)))
-        self._vec_ready = True
+        db.execute(self._sql(_SET_STATE), (_STATE_MODEL, model_key(self.embedder.name, int(self.embedder.dim))))
+        self._model_recorded = True
 
     def _backfill_metadata(self) -> None:
         """Give the items indexed before `search_items` had `metadata` their message's or
@@ -398,7 +395,7 @@ class SearchIndex:
             return 0
         vectors = np.asarray(self.embedder.embed([r[1] for r in rows]), dtype=np.float32)
         with self._store._write() as db:
-            self._ensure_vectors(db)
+            self._record_model(db)
             return self._backend.store_vectors(db, rows, vectors)
 
     def step(self, batch: int = 64) -> int:

@@ -80,9 +80,6 @@ class PostgresSearch:
     def vectors_exist(self) -> bool:
         return bool(self.store._read("SELECT 1 FROM search_items WHERE embedded LIMIT 1"))
 
-    def create_vectors(self, db: Any, dim: int) -> None:
-        """Nothing to create: the column is there (migration 12), for vectors of any length."""
-
     def drop_vectors(self, db: Any) -> None:
         # Dropped and added again (both change only the catalog): the next model's vectors may
         # have another length than a column typed for the last one's.

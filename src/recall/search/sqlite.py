@@ -53,9 +53,6 @@ class SQLiteSearch:
             )
         )
 
-    def create_vectors(self, db: Any, dim: int) -> None:
-        """Nothing to create: vectors are a column."""
-
     def drop_vectors(self, db: Any) -> None:
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_vec'").fetchone():
             from recall.store.sqlite_schema import load_vector_extension

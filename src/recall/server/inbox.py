@@ -18,7 +18,7 @@ import asyncio
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -104,19 +104,17 @@ class Notifier:
         world = self._waiters.get(world_id.lower())
         if not world:
             return
-        recipients: set[str] | None = None
+        # The agents the message was delivered to, when known: then it is what they answer.
+        recipients = None if message is None or delivered_to is None else {a.lower() for a in delivered_to}
         woken = 0
         for agent, waiters in world.items():
             if message is not None and not would_respond(agent, message):
                 continue
-            if message is not None and delivered_to is not None:
-                if recipients is None:
-                    recipients = {a.lower() for a in delivered_to}
-                if agent not in recipients:
-                    continue  # not one of its deliveries (it joined the world later)
+            if recipients is not None and agent not in recipients:
+                continue  # not one of its deliveries (it joined the world later)
             for waiter in waiters:
                 if waiter.heard is not None:
-                    if message is not None and delivered_to is not None:
+                    if message is not None and recipients is not None:
                         waiter.heard.append(message)
                     else:
                         waiter.heard = None
@@ -230,6 +228,13 @@ class Acknowledgement:
     agent_id: str
     message_ids: tuple[int, ...]
 
+    @classmethod
+    def of(cls, item: CheckRequest, result: CheckResult) -> Acknowledgement | None:
+        """What a check's answer makes read: its mentions, with `mark_read` (None: nothing)."""
+        if not item.query.mark_read or not result.new_mentions:
+            return None
+        return cls(item.world_id, item.agent_id, tuple(m.id for m in result.new_mentions))
+
 
 class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]):
     """Checks that arrive together (the crowd one post wakes) run in one worker-thread call:
@@ -265,31 +270,18 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
         checked = self._known
         if checked is None or checked.result != result:
             checked = self._known = CheckAnswer(result, views.check(result))
-        if item.query.mark_read and result.new_mentions:
-            ids = tuple(m.id for m in result.new_mentions)
-            self.enqueue(Acknowledgement(item.world_id, item.agent_id, ids)).add_done_callback(_acknowledged)
+        acknowledgement = Acknowledgement.of(item, result)
+        if acknowledgement is not None:
+            self.enqueue(acknowledgement).add_done_callback(_acknowledged)
         return checked
 
     def run_batch(self, items: list[CheckRequest | Acknowledgement]) -> list[CheckAnswer | int | Exception]:
         outcomes: list[CheckAnswer | int | Exception] = [RuntimeError("not checked")] * len(items)
         # Acknowledgements first: they were queued before the checks of this batch were made.
-        acks: dict[str, dict[int, Acknowledgement]] = defaultdict(dict)
-        checks: dict[int, CheckRequest] = {}
-        for index, item in enumerate(items):
-            if isinstance(item, Acknowledgement):
-                acks[item.world_id][index] = item
-            else:
-                checks[index] = item
-        for world_id, acked in acks.items():
-            marks: dict[str, list[int]] = defaultdict(list)
-            for ack in acked.values():
-                marks[ack.agent_id].extend(ack.message_ids)
-            try:
-                outcome: int | Exception = self.service.deliveries.ack_many(world_id, marks)
-            except Exception as exc:  # noqa: BLE001 - each acknowledgement learns why
-                outcome = exc
-            for index in acked:
-                outcomes[index] = outcome
+        acks = {index: item for index, item in enumerate(items) if isinstance(item, Acknowledgement)}
+        for index, outcome in self._acknowledge(acks).items():
+            outcomes[index] = outcome
+        checks = {index: item for index, item in enumerate(items) if not isinstance(item, Acknowledgement)}
         for index, answer in zip(checks, self._check(list(checks.values())), strict=True):
             outcomes[index] = answer
         return outcomes
@@ -312,7 +304,7 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
                 for index in indexes:
                     found[index] = exc
         answers: list[CheckAnswer | Exception] = []
-        acking: dict[str, list[int]] = defaultdict(list)  # by world: the items whose mentions to mark read
+        acking: dict[int, Acknowledgement] = {}
         for index, (item, result) in enumerate(zip(items, found, strict=True)):
             if isinstance(result, Exception):
                 answers.append(result)
@@ -320,20 +312,31 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
             # Rendered before the mentions are marked read: a message leaves the unread set only
             # together with an answer that carries it (at-least-once delivery, spec §6).
             answers.append(CheckAnswer(result, views.check(result)))
-            if item.query.mark_read and result.new_mentions:
-                acking[item.world_id].append(index)
-        for world_id, indexes in acking.items():
-            marks: dict[str, list[int]] = defaultdict(list)
-            for index in indexes:
-                answer = answers[index]
-                assert isinstance(answer, CheckAnswer)
-                marks[items[index].agent_id].extend(m.id for m in answer.result.new_mentions)
-            try:
-                deliveries.ack_many(world_id, marks)
-            except Exception as exc:  # noqa: BLE001 - the checks whose mentions stay unread learn why
-                for index in indexes:
-                    answers[index] = exc
+            acknowledgement = Acknowledgement.of(item, result)
+            if acknowledgement is not None:
+                acking[index] = acknowledgement
+        for index, outcome in self._acknowledge(acking).items():
+            if isinstance(outcome, Exception):  # its mentions stay unread: the check learns why
+                answers[index] = outcome
         return answers
+
+    def _acknowledge(self, acks: Mapping[int, Acknowledgement]) -> dict[int, int | Exception]:
+        """Mark the acknowledgements' mentions read, one write per world; by key, that world's
+        count of messages that were unread, or why its write failed."""
+        by_world: dict[str, dict[int, Acknowledgement]] = defaultdict(dict)
+        for key, ack in acks.items():
+            by_world[ack.world_id][key] = ack
+        outcomes: dict[int, int | Exception] = {}
+        for world_id, acked in by_world.items():
+            marks: dict[str, list[int]] = defaultdict(list)
+            for ack in acked.values():
+                marks[ack.agent_id].extend(ack.message_ids)
+            try:
+                outcome: int | Exception = self.service.deliveries.ack_many(world_id, marks)
+            except Exception as exc:  # noqa: BLE001 - each acknowledgement of the world learns why
+                outcome = exc
+            outcomes.update(dict.fromkeys(acked, outcome))
+        return outcomes
 
     def _with_context(self, item: CheckRequest) -> CheckResult | Exception:
         query = item.query
