@@ -47,6 +47,11 @@ def test_mark_read_many_marks_each_agents_own(store_location: str) -> None:
         )
         assert marked == 3
         assert store.unread_inboxes(world.key, ["a", "b"], 10) == {"a": [], "b": [one]}
+        # Each agent's low-water mark rose, in one statement for all: a's past its last
+        # delivery (all read), b's to its first unread.
+        keys = {agent: store._agent_key(world.key, agent) for agent in ("a", "b")}
+        marks = dict(store._read("SELECT agent_key, low FROM inbox_marks"))
+        assert {agent: marks[key] for agent, key in keys.items()} == {"a": two.id + 1, "b": one.id}
         assert store.mark_read_many(world.key, {"a": [one.id]}, datetime.now(UTC)) == 0  # read already
 
 

@@ -40,7 +40,7 @@ from recall.store.rows import (
     recipient_key,
     ts,
 )
-from recall.store.sql_reads import RAISE_INBOX_MARK, UNREAD_OF_AGENT
+from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
 from recall.store.urls import redacted_text, redacted_url
 from recall.store.world_dump import SQLWorlds
 
@@ -59,6 +59,14 @@ NOTIFY_CHANNEL = "recall_messages"
 _NOTIFY_IDS = 200
 
 logger = logging.getLogger("recall.store.postgres")
+
+
+def _int_array(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal of integers, for a `%s::bigint[]` parameter."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+_RAISE_INBOX_MARKS = RAISE_INBOX_MARKS.format(key="k.key", source=" FROM unnest(%s::bigint[]) AS k(key)")
 
 #: The sequences of the ids an import keeps: new ids continue after the imported ones.
 _KEPT_ID_SEQUENCES = (
@@ -263,8 +271,10 @@ class PostgresStore(SQLWorlds):
             everyone = {a for agents, *_ in fanout for a in agents} | {a for agents, _ in per_chat for a in agents}
             keys_by_agent = self._agent_keys(cur, world_id, everyone)
 
-            def keys_of(agents: tuple[str, ...]) -> list[int]:
-                return [keys_by_agent[a.lower()] for a in agents]
+            def keys_of(agents: tuple[str, ...]) -> str:
+                # One array literal, not a list: psycopg dumps a list element by element, ~2 ms
+                # for the thousand recipients of a post to a large chat.
+                return _int_array([keys_by_agent[a.lower()] for a in agents])
 
             for (agents, own, read_at), message_ids in fanout.items():
                 cur.execute(
@@ -281,8 +291,8 @@ class PostgresStore(SQLWorlds):
             if resets:
                 cur.execute(
                     "UPDATE turn_counters SET count = 0 WHERE world_id = %s AND count != 0"
-                    " AND agent_id = ANY(%s::citext[])",
-                    (world_id, sorted(resets)),
+                    " AND agent_id IN (SELECT jsonb_array_elements_text(%s::jsonb)::citext)",
+                    (world_id, json.dumps(sorted(resets))),
                 )
             cur.executemany(
                 "INSERT INTO chats (world_id, id, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
@@ -338,11 +348,13 @@ class PostgresStore(SQLWorlds):
                 "UPDATE deliveries d SET read_at = %s FROM unnest(%s::bigint[], %s::bigint[]) AS m(agent_key, id)"
                 " WHERE d.agent_key = m.agent_key AND d.message_id = m.id AND d.own = 0 AND d.read_at IS NULL"
                 " RETURNING d.agent_key",
-                (ts(at), [key for key, _ in pairs], [i for _, i in pairs]),
+                (ts(at), _int_array(key for key, _ in pairs), _int_array(i for _, i in pairs)),
             ).fetchall()
             raised = sorted({int(row[0]) for row in changed})
             if raised:
-                cur.executemany(RAISE_INBOX_MARK.replace("?", "%s"), [(key, key, key, key) for key in raised])
+                # One statement for every agent's mark (a statement each: ~16 ms of this
+                # process's time for a crowd of 1,000, while it is answering them).
+                cur.execute(_RAISE_INBOX_MARKS, (_int_array(raised),))
         return len(changed)
 
     def _unread_pairs(self, keys: Sequence[int], limit: int) -> list[tuple[int, int]]:
@@ -351,7 +363,7 @@ class PostgresStore(SQLWorlds):
         rows = self._read(
             "SELECT k.key, d.message_id FROM unnest(?::bigint[]) AS k(key)"
             f" CROSS JOIN LATERAL ({UNREAD_OF_AGENT.format(key='k.key')}) d ORDER BY k.key, d.message_id",
-            (list(keys), limit),
+            (_int_array(keys), limit),
         )
         return [(int(key), int(message_id)) for key, message_id in rows]
 

@@ -37,8 +37,8 @@ from recall.store.rows import (
 #: delivery when all are read. The unread scan starts there, so it passes each read row once
 #: over the agent's life instead of at every inbox check. The mark never falls: on PostgreSQL a
 #: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
-#: since rows only ever become read and new deliveries get higher ids). Parameters: the agent's
-#: key, four times.
+#: since rows only ever become read and new deliveries get higher ids). `RAISE_INBOX_MARK`'s
+#: parameters: the agent's key, four times.
 #: An agent's oldest unread deliveries from its inbox mark up: `{key}` is the expression of the
 #: agent's key (twice), and the one parameter the limit.
 UNREAD_OF_AGENT = (
@@ -47,14 +47,17 @@ UNREAD_OF_AGENT = (
     " ORDER BY message_id LIMIT ?"
 )
 
-RAISE_INBOX_MARK = (
-    "INSERT INTO inbox_marks (agent_key, low) SELECT ?, COALESCE("
-    " (SELECT d.message_id FROM deliveries d WHERE d.agent_key = ? AND d.own = 0 AND d.read_at IS NULL"
-    "  AND d.message_id >= COALESCE((SELECT i.low FROM inbox_marks i WHERE i.agent_key = ?), 0)"
+#: `{key}` is the expression of the agent's key, `{source}` where it comes from: one statement
+#: raises the marks of many agents (`RAISE_INBOX_MARK` is one agent's).
+RAISE_INBOX_MARKS = (
+    "INSERT INTO inbox_marks (agent_key, low) SELECT {key}, COALESCE("
+    " (SELECT d.message_id FROM deliveries d WHERE d.agent_key = {key} AND d.own = 0 AND d.read_at IS NULL"
+    "  AND d.message_id >= COALESCE((SELECT i.low FROM inbox_marks i WHERE i.agent_key = {key}), 0)"
     "  ORDER BY d.message_id LIMIT 1),"
-    " (SELECT COALESCE(MAX(d.message_id), 0) + 1 FROM deliveries d WHERE d.agent_key = ?))"
+    " (SELECT COALESCE(MAX(d.message_id), 0) + 1 FROM deliveries d WHERE d.agent_key = {key})){source}"
     " WHERE true ON CONFLICT (agent_key) DO UPDATE SET low = excluded.low WHERE excluded.low > inbox_marks.low"
 )
+RAISE_INBOX_MARK = RAISE_INBOX_MARKS.format(key="?", source="")
 
 
 #: Ids one statement names at most (each a parameter on SQLite).
