@@ -27,8 +27,9 @@ NOT_COMPARED = {
     "fact_sources": "which messages extracted facts were read from: not exported (an imported fact records none)",
     "model_calls": "recorded model calls, a log of what contexts held: not exported (tests/test_calls.py)",
 }
-#: Internal surrogate keys, compared through what they name (world_id, agent_key).
-SURROGATES = {("worlds", "key"), ("participants", "key")}
+#: Internal surrogate keys, compared through what they name (world_id, agent_key), and what is
+#: worked out from them (a delivery's bucket, from its agent's key).
+SURROGATES = {("worlds", "key"), ("participants", "key"), ("deliveries", "bucket")}
 
 
 def query(location: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -41,7 +42,8 @@ def query(location: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[A
 
 
 def tables(location: str) -> dict[str, list[str]]:
-    """Every table of the store with its columns."""
+    """Every table of the store with its columns, by name (a table rebuilt on one store and
+    altered on the other holds them in another order)."""
     if location.startswith("postgresql://"):
         rows = query(
             location,
@@ -51,9 +53,9 @@ def tables(location: str) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for table, column in rows:
             found.setdefault(str(table), []).append(str(column))
-        return found
+        return {table: sorted(columns) for table, columns in found.items()}
     names = [r[0] for r in query(location, "SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {name: [r[1] for r in query(location, f"PRAGMA table_info({name})")] for name in names}
+    return {name: sorted(r[1] for r in query(location, f"PRAGMA table_info({name})")) for name in names}
 
 
 def world_rows(location: str, world: str) -> dict[str, list[tuple[Any, ...]]]:

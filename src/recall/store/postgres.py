@@ -33,9 +33,11 @@ from recall.store.base import (
 )
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
+    DELIVERY_BUCKET_BITS,
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
     message_record,
+    of_agent,
     plan_batch,
     recipient_key,
     ts,
@@ -162,9 +164,9 @@ class PostgresStore(SQLWorlds):
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
-            " WHERE d.agent_key = ? AND m.world_id = ? AND m.chat_id = ? AND d.message_id < ?"
+            f" WHERE {of_agent('?', 'd.')} AND m.world_id = ? AND m.chat_id = ? AND d.message_id < ?"
             " ORDER BY d.message_id DESC LIMIT ?",
-            (key, world_id, chat, before, MEMORY_PAGE),
+            (key, key, world_id, chat, before, MEMORY_PAGE),
         )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -278,15 +280,17 @@ class PostgresStore(SQLWorlds):
 
             for (agents, own, read_at), message_ids in fanout.items():
                 cur.execute(
-                    "INSERT INTO deliveries (agent_key, message_id, own, read_at)"
-                    " SELECT a, m, %s, %s FROM unnest(%s::bigint[]) AS m CROSS JOIN unnest(%s::bigint[]) AS a",
+                    "INSERT INTO deliveries (bucket, message_id, agent_key, own, read_at)"
+                    f" SELECT a >> {DELIVERY_BUCKET_BITS}, m, a, %s, %s"
+                    " FROM unnest(%s::bigint[]) AS m CROSS JOIN unnest(%s::bigint[]) AS a",
                     (own, read_at, message_ids, keys_of(agents)),
                 )
             for (agents, chat), n in per_chat.items():
                 cur.execute(
-                    "INSERT INTO memory_counts (agent_key, chat_id, n) SELECT a, %s, %s FROM unnest(%s::bigint[]) AS a"
+                    "INSERT INTO memory_counts (agent_key, chat_id, n, first_id)"
+                    " SELECT a, %s, %s, %s FROM unnest(%s::bigint[]) AS a"
                     " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = memory_counts.n + excluded.n",
-                    (chat, n, keys_of(agents)),
+                    (chat, n, plan.first_in_chat[(agents, chat)], keys_of(agents)),
                 )
             if resets:
                 cur.execute(
@@ -346,7 +350,7 @@ class PostgresStore(SQLWorlds):
             # One statement for every agent's rows (a woken crowd's acks: one round trip, not one each).
             changed = cur.execute(
                 "UPDATE deliveries d SET read_at = %s FROM unnest(%s::bigint[], %s::bigint[]) AS m(agent_key, id)"
-                " WHERE d.agent_key = m.agent_key AND d.message_id = m.id AND d.own = 0 AND d.read_at IS NULL"
+                f" WHERE {of_agent('m.agent_key', 'd.')} AND d.message_id = m.id AND d.own = 0 AND d.read_at IS NULL"
                 " RETURNING d.agent_key",
                 (ts(at), _int_array(key for key, _ in pairs), _int_array(i for _, i in pairs)),
             ).fetchall()

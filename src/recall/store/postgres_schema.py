@@ -317,6 +317,24 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE search_items ADD COLUMN IF NOT EXISTS embedding vector;
         """,
     ),
+    (
+        13,
+        """
+        -- Each agent's memory count of a chat keeps the first message it heard there (as on
+        -- SQLite, version 14; 0: unknown, from the start).
+        ALTER TABLE memory_counts ADD COLUMN IF NOT EXISTS first_id BIGINT NOT NULL DEFAULT 0;
+        UPDATE memory_counts SET first_id = COALESCE(
+            (SELECT MIN(d.message_id) FROM deliveries d WHERE d.agent_key = memory_counts.agent_key), 0);
+        -- Deliveries keyed in the order (bucket, message, agent), the bucket being
+        -- agent_key >> 4 (store/rows.py, DELIVERY_BUCKET_BITS): a post's index entries for many
+        -- agents go into a few runs of the index's pages, not one run per agent.
+        ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS bucket BIGINT;
+        UPDATE deliveries SET bucket = agent_key >> 4;
+        ALTER TABLE deliveries ALTER COLUMN bucket SET NOT NULL;
+        ALTER TABLE deliveries DROP CONSTRAINT deliveries_pkey;
+        ALTER TABLE deliveries ADD PRIMARY KEY (bucket, message_id, agent_key);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

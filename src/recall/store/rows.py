@@ -18,6 +18,28 @@ from recall.store.base import Memory, NewMessage, Note, ParticipantRecord, World
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64
+
+#: Deliveries are kept in the order (bucket, message id, agent key), an agent's bucket being its
+#: key >> DELIVERY_BUCKET_BITS: the agents of a bucket (16 neighbouring keys, registered
+#: together) share one run of the table's pages. A post to a thousand agents writes its rows
+#: into ~63 runs, not one per agent as when rows were kept by agent and message: on SQLite 1.4
+#: against 12.8 ms, the rest of that time being a thousand pages written to the WAL, and as
+#: many copied at the next checkpoint. An agent's reads pass its bucket-mates' rows too.
+DELIVERY_BUCKET_BITS = 4
+
+
+def delivery_bucket(key: int) -> int:
+    """The bucket of the agent whose key is `key`."""
+    return key >> DELIVERY_BUCKET_BITS
+
+
+def of_agent(key: str, alias: str = "") -> str:
+    """The condition that a delivery (`alias`, e.g. "d.") is to the agent whose key is the SQL
+    expression `key`: its bucket, then its key (the table's order). A parameter for `key` is
+    named twice (the cast: PostgreSQL shifts no parameter of unknown type)."""
+    return f"{alias}bucket = (CAST({key} AS BIGINT) >> {DELIVERY_BUCKET_BITS}) AND {alias}agent_key = {key}"
+
+
 MESSAGE_COLUMNS = (
     "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
     "m.content, m.mentions, m.addressed, m.metadata, m.created_at"
@@ -156,10 +178,17 @@ class MessageBatch:
     )
     #: (recipients, chat) → how many messages each of them gains in that chat's memory.
     per_chat: Counter[tuple[tuple[str, ...], str]] = field(default_factory=Counter)
+    #: (recipients, chat) → the first of those messages (a memory count's `first_id` when new).
+    first_in_chat: dict[tuple[tuple[str, ...], str], int] = field(default_factory=dict)
     #: Agents whose turn counters go back to 0.
     resets: set[str] = field(default_factory=set)
     #: Chats the batch writes to, with the time of their first message.
     chats: dict[str, datetime] = field(default_factory=dict)
+
+    def count(self, recipients: tuple[str, ...], chat: str, message_id: int) -> None:
+        """One more message in each recipient's memory of `chat`."""
+        self.per_chat[(recipients, chat)] += 1
+        self.first_in_chat.setdefault((recipients, chat), message_id)
 
 
 def plan_batch(
@@ -183,10 +212,10 @@ def plan_batch(
             )
         )  # fmt: skip
         plan.fanout[(new.recipients, 0, None if new.read_at is None else ts(new.read_at))].append(message_id)
-        plan.per_chat[(new.recipients, chat)] += 1
+        plan.count(new.recipients, chat, message_id)
         if new.author_agent is not None:
             plan.fanout[((new.author_agent,), 1, None)].append(message_id)
-            plan.per_chat[((new.author_agent,), chat)] += 1
+            plan.count((new.author_agent,), chat, message_id)
         if new.reset_turns:
             # Nothing else in a batch touches the counters, so one reset at the end is the same.
             plan.resets.update(new.recipients)

@@ -1,6 +1,6 @@
 """The reads both stores share: the same SQL on SQLite and PostgreSQL, written with `?`
 placeholders (the PostgreSQL store turns them into `%s`). Writes differ more (ids, arrays,
-locks) and stay in each store, but for the inbox's low-water mark (`RAISE_INBOX_MARK`)."""
+locks) and stay in each store, but for the inbox's low-water mark (`RAISE_INBOX_MARKS`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from recall.store.rows import (
     memory_item,
     message_record,
     note_record,
+    of_agent,
     participant_record,
     ts,
     world_record,
@@ -37,27 +38,26 @@ from recall.store.rows import (
 #: delivery when all are read. The unread scan starts there, so it passes each read row once
 #: over the agent's life instead of at every inbox check. The mark never falls: on PostgreSQL a
 #: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
-#: since rows only ever become read and new deliveries get higher ids). `RAISE_INBOX_MARK`'s
-#: parameters: the agent's key, four times.
+#: since rows only ever become read and new deliveries get higher ids).
 #: An agent's oldest unread deliveries from its inbox mark up: `{key}` is the expression of the
 #: agent's key (twice), and the one parameter the limit.
 UNREAD_OF_AGENT = (
-    "SELECT message_id FROM deliveries WHERE agent_key = {key} AND own = 0 AND read_at IS NULL"
+    f"SELECT message_id FROM deliveries WHERE {of_agent('{key}')} AND own = 0 AND read_at IS NULL"
     " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = {key}), 0)"
     " ORDER BY message_id LIMIT ?"
 )
 
 #: `{key}` is the expression of the agent's key, `{source}` where it comes from: one statement
-#: raises the marks of many agents (`RAISE_INBOX_MARK` is one agent's).
+#: raises the marks of many agents.
 RAISE_INBOX_MARKS = (
     "INSERT INTO inbox_marks (agent_key, low) SELECT {key}, COALESCE("
-    " (SELECT d.message_id FROM deliveries d WHERE d.agent_key = {key} AND d.own = 0 AND d.read_at IS NULL"
+    f" (SELECT d.message_id FROM deliveries d WHERE {of_agent('{key}', 'd.')} AND d.own = 0 AND d.read_at IS NULL"
     "  AND d.message_id >= COALESCE((SELECT i.low FROM inbox_marks i WHERE i.agent_key = {key}), 0)"
     "  ORDER BY d.message_id LIMIT 1),"
-    " (SELECT COALESCE(MAX(d.message_id), 0) + 1 FROM deliveries d WHERE d.agent_key = {key})){source}"
+    f" COALESCE((SELECT d.message_id FROM deliveries d WHERE {of_agent('{key}', 'd.')}"
+    "  ORDER BY d.message_id DESC LIMIT 1), 0) + 1){source}"
     " WHERE true ON CONFLICT (agent_key) DO UPDATE SET low = excluded.low WHERE excluded.low > inbox_marks.low"
 )
-RAISE_INBOX_MARK = RAISE_INBOX_MARKS.format(key="?", source="")
 
 
 #: Ids one statement names at most (each a parameter on SQLite).
@@ -84,9 +84,10 @@ class SQLReads:
         for start in range(0, len(unique), ID_BATCH):
             yield self._one_of(column, unique[start : start + ID_BATCH], "::bigint[]")
 
-    def _heard_floor(self, key: int) -> int | None:
-        """The lowest message id the agent `key` can have heard (None: nothing heard): where a
-        walk down a chat's messages may stop. PostgreSQL walks the deliveries instead: 0."""
+    def _heard_floor(self, key: int, chat: str) -> int | None:
+        """The lowest message id the agent `key` can have heard in `chat` (None: nothing heard
+        there): where a walk down the chat's messages may stop. PostgreSQL walks the deliveries
+        instead: 0."""
         return 0
 
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
@@ -102,12 +103,13 @@ class SQLReads:
         key = self._agent_key(world_id, agent_id)
         if key is None:
             return
-        floor = self._heard_floor(key)
+        chat = chat_key(chat_id)
+        floor = self._heard_floor(key, chat)
         if floor is None:
             return
         cursor_id = before if before is not None else 2**63 - 1
         while True:
-            rows = self._heard_page(key, world_id, chat_key(chat_id), cursor_id, floor)
+            rows = self._heard_page(key, world_id, chat, cursor_id, floor)
             for row in rows:
                 yield message_record(row)
             if len(rows) < MEMORY_PAGE:
@@ -124,8 +126,8 @@ class SQLReads:
         for one_of, params in self._ids_in("d.message_id", message_ids):
             rows = self._read(
                 f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
-                f" WHERE d.agent_key = ? AND {one_of} AND m.world_id = ?",
-                (key, *params, world_id),
+                f" WHERE {of_agent('?', 'd.')} AND {one_of} AND m.world_id = ?",
+                (key, key, *params, world_id),
             )
             found.update((row[0], message_record(row)) for row in rows)
         return found
@@ -138,7 +140,9 @@ class SQLReads:
         if key is None:
             return heard
         for one_of, params in self._ids_in("message_id", message_ids):
-            rows = self._read(f"SELECT message_id FROM deliveries WHERE agent_key = ? AND {one_of}", (key, *params))
+            rows = self._read(
+                f"SELECT message_id FROM deliveries WHERE {of_agent('?')} AND {one_of}", (key, key, *params)
+            )
             heard.update(int(row[0]) for row in rows)
         return heard
 
@@ -295,7 +299,7 @@ class SQLReads:
         if unread_only:
             sql = (
                 f"SELECT {MESSAGE_COLUMNS}, 0 FROM deliveries d JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
+                f" WHERE {of_agent('?', 'd.')} AND d.message_id > ? AND d.own = 0 AND d.read_at IS NULL"
                 " ORDER BY d.message_id LIMIT ?"
             )
             after = max(after, self._inbox_low(key) - 1)
@@ -303,9 +307,9 @@ class SQLReads:
             sql = (
                 f"SELECT {MESSAGE_COLUMNS}, d.read_at IS NOT NULL FROM deliveries d"
                 " JOIN messages m ON m.id = d.message_id"
-                " WHERE d.agent_key = ? AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
+                f" WHERE {of_agent('?', 'd.')} AND d.message_id > ? AND d.own = 0 ORDER BY d.message_id LIMIT ?"
             )
-        rows = self._read(sql, (key, after, limit))
+        rows = self._read(sql, (key, key, after, limit))
         return [(message_record(r), bool(r[12])) for r in rows]
 
     def unread_inboxes(self, world_id: str, agent_ids: Sequence[str], limit: int) -> dict[str, list[Message]]:

@@ -29,14 +29,17 @@ from recall.store.base import (
     SharedRateLimits,
 )
 from recall.store.rows import (
+    DELIVERY_BUCKET_BITS,
     MEMORY_PAGE,
     MESSAGE_COLUMNS,
+    delivery_bucket,
     message_record,
+    of_agent,
     plan_batch,
     recipient_key,
     ts,
 )
-from recall.store.sql_reads import RAISE_INBOX_MARK, UNREAD_OF_AGENT
+from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import (
     foreign_scheme,
@@ -49,6 +52,8 @@ from recall.store.world_dump import SQLWorlds
 
 #: Values per `IN (...)` list, well under SQLite's limit on parameters.
 _IN_CHUNK = 500
+#: Raises the inbox marks of the agents whose keys are the JSON array parameter.
+_RAISE_INBOX_MARKS = RAISE_INBOX_MARKS.format(key="k.value", source=" FROM json_each(?) AS k")
 
 
 def _refuse_url(path: str) -> None:
@@ -160,19 +165,19 @@ class SQLiteStore(SQLWorlds):
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
 
-    def _heard_floor(self, key: int) -> int | None:
+    def _heard_floor(self, key: int, chat: str) -> int | None:
         # The walk below goes down a chat's messages and keeps those the agent heard; nothing
-        # older than the agent's first delivery can be among them, so the walk stops there.
-        first = self._read("SELECT MIN(message_id) FROM deliveries WHERE agent_key = ?", (key,))[0][0]
-        return None if first is None else int(first)
+        # older than the first it heard there (its memory count's) can be among them.
+        rows = self._read("SELECT first_id FROM memory_counts WHERE agent_key = ? AND chat_id = ?", (key, chat))
+        return int(rows[0][0]) if rows else None
 
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
-            " ON d.agent_key = ? AND d.message_id = m.id"
+            f" ON {of_agent('?', 'd.')} AND d.message_id = m.id"
             " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
             " ORDER BY m.id DESC LIMIT ?",
-            (key, world_id, chat, before, floor, MEMORY_PAGE),
+            (key, key, world_id, chat, before, floor, MEMORY_PAGE),
         )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -285,15 +290,17 @@ class SQLiteStore(SQLWorlds):
 
             for (agents, own, read_at), ids in fanout.items():
                 db.execute(
-                    "INSERT INTO deliveries (agent_key, message_id, own, read_at)"
-                    " SELECT a.value, m.value, ?, ? FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
+                    "INSERT INTO deliveries (bucket, message_id, agent_key, own, read_at)"
+                    f" SELECT a.value >> {DELIVERY_BUCKET_BITS}, m.value, a.value, ?, ?"
+                    " FROM json_each(?) AS m CROSS JOIN json_each(?) AS a",
                     (own, read_at, json.dumps(ids), keys_of(agents)),
                 )
             for (agents, chat), n in per_chat.items():
                 db.execute(
-                    "INSERT INTO memory_counts (agent_key, chat_id, n) SELECT a.value, ?, ? FROM json_each(?) AS a"
+                    "INSERT INTO memory_counts (agent_key, chat_id, n, first_id) SELECT a.value, ?, ?, ?"
+                    " FROM json_each(?) AS a"
                     " WHERE true ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = n + excluded.n",
-                    (chat, n, keys_of(agents)),
+                    (chat, n, plan.first_in_chat[(agents, chat)], keys_of(agents)),
                 )
             if resets:
                 # Only counters above zero change: a post to many agents touches few rows.
@@ -319,13 +326,13 @@ class SQLiteStore(SQLWorlds):
         when = ts(at)
         with self._write() as db:
             cursor = db.executemany(
-                "UPDATE deliveries SET read_at = ? WHERE agent_key = ? AND message_id = ? AND own = 0"
+                "UPDATE deliveries SET read_at = ? WHERE bucket = ? AND message_id = ? AND agent_key = ? AND own = 0"
                 " AND read_at IS NULL",
-                [(when, key, int(i)) for key, ids in keyed for i in ids],
+                [(when, delivery_bucket(key), int(i), key) for key, ids in keyed for i in ids],
             )
             marked = int(cursor.rowcount)
             if marked:
-                db.executemany(RAISE_INBOX_MARK, [(key, key, key, key) for key, _ in keyed])
+                db.execute(_RAISE_INBOX_MARKS, (json.dumps([key for key, _ in keyed]),))
         return marked
 
     def _unread_pairs(self, keys: Sequence[int], limit: int) -> list[tuple[int, int]]:
@@ -333,7 +340,7 @@ class SQLiteStore(SQLWorlds):
         pairs: list[tuple[int, int]] = []
         with self._lock:
             for key in keys:
-                rows = self._db.execute(UNREAD_OF_AGENT.format(key="?"), (key, key, limit)).fetchall()
+                rows = self._db.execute(UNREAD_OF_AGENT.format(key="?"), (key, key, key, limit)).fetchall()
                 pairs.extend((key, int(row[0])) for row in rows)
         return pairs
 

@@ -359,6 +359,32 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX messages_by_parent ON messages (parent_id) WHERE parent_id IS NOT NULL;
         """,
     ),
+    (
+        14,
+        """
+        -- Each agent's memory count of a chat keeps the first message it heard there: a walk
+        -- down the chat's messages for what the agent heard stops there (0: at the start).
+        -- Counts from before take their agent's first delivery, read by the key kept until now.
+        ALTER TABLE memory_counts ADD COLUMN first_id INTEGER NOT NULL DEFAULT 0;
+        UPDATE memory_counts SET first_id = COALESCE(
+            (SELECT MIN(d.message_id) FROM deliveries d WHERE d.agent_key = memory_counts.agent_key), 0);
+        -- Deliveries in the order (bucket, message, agent), the bucket being agent_key >> 4
+        -- (store/rows.py, DELIVERY_BUCKET_BITS): a post's rows for many agents fill a few runs
+        -- of pages, not one run per agent.
+        CREATE TABLE deliveries_by_bucket (
+            bucket      INTEGER NOT NULL,
+            message_id  INTEGER NOT NULL,
+            agent_key   INTEGER NOT NULL,
+            own         INTEGER NOT NULL DEFAULT 0,
+            read_at     REAL,
+            PRIMARY KEY (bucket, message_id, agent_key)
+        ) WITHOUT ROWID;
+        INSERT INTO deliveries_by_bucket (bucket, message_id, agent_key, own, read_at)
+            SELECT agent_key >> 4, message_id, agent_key, own, read_at FROM deliveries;
+        DROP TABLE deliveries;
+        ALTER TABLE deliveries_by_bucket RENAME TO deliveries;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall.store.call_log import SQLCalls
+from recall.store.rows import delivery_bucket
 from recall.store.world_records import AlsoRemove, FactScopes, Removed
 
 #: Tables keyed by an agent's key (`participants.key`) besides `deliveries` and `agent_memory`.
@@ -150,12 +151,20 @@ class SQLDeletes(SQLCalls):
         self._scrub()
         return removed
 
+    def _buckets_of(self, keys: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
+        """The condition that a delivery is in the buckets of these agents (the table's order
+        starts with the bucket: `rows.DELIVERY_BUCKET_BITS`), and its parameters."""
+        return self._one_of("bucket", sorted({delivery_bucket(int(key)) for key in keys}), "::bigint[]")
+
     def _delete_agent_rows(self, db: Any, keys: Sequence[int]) -> tuple[int, int]:
         """Every row keyed by these agents' keys; (deliveries, notes) removed."""
         if not keys:
             return 0, 0
         key_is, params = self._one_of("agent_key", keys, "::bigint[]")
-        deliveries = int(self._execute(db, f"DELETE FROM deliveries WHERE {key_is}", params).rowcount)
+        bucket_is, buckets = self._buckets_of(keys)
+        deliveries = int(
+            self._execute(db, f"DELETE FROM deliveries WHERE {bucket_is} AND {key_is}", (*buckets, *params)).rowcount
+        )
         notes = int(self._execute(db, f"DELETE FROM agent_memory WHERE {key_is}", params).rowcount)
         for table in _KEYED_BY_AGENT:
             self._execute(db, f"DELETE FROM {table} WHERE {key_is}", params)
@@ -229,12 +238,14 @@ class SQLDeletes(SQLCalls):
         if not keys:
             return 0
         key_is, key_params = self._one_of("agent_key", keys, "::bigint[]")
+        bucket_is, buckets = self._buckets_of(keys)
         per_chat: Counter[tuple[int, str]] = Counter()
         for id_is, id_params in self._ids_in("message_id", sorted(found)):
             rows = self._execute(
-                db, f"DELETE FROM deliveries WHERE {key_is} AND {id_is} RETURNING agent_key, message_id",
-                (*key_params, *id_params),
-            ).fetchall()  # fmt: skip
+                db,
+                f"DELETE FROM deliveries WHERE {bucket_is} AND {id_is} AND {key_is} RETURNING agent_key, message_id",
+                (*buckets, *id_params, *key_params),
+            ).fetchall()
             per_chat.update((int(r[0]), found[int(r[1])][0]) for r in rows)
         for (key, chat), n in per_chat.items():
             self._execute(db, "UPDATE memory_counts SET n = n - ? WHERE agent_key = ? AND chat_id = ?", (n, key, chat))

@@ -9,12 +9,12 @@ the tenant has already and any id the store holds already.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from recall.errors import ConflictError
 from recall.store.base import WorldRecord
-from recall.store.rows import dt, new_world_key
+from recall.store.rows import delivery_bucket, dt, new_world_key, of_agent
 from recall.store.world_delete import SQLDeletes
 from recall.store.world_records import WORLD_TABLES, FactScopes, WorldImport
 
@@ -54,9 +54,9 @@ _PAGED_TABLES: dict[str, str] = {
 _INSERTS: dict[str, tuple[str, ...]] = {
     "chats": ("world_id", "id", "created_at"),
     "messages": ("world_id", *WORLD_TABLES["messages"]),
-    "deliveries": ("agent_key", "message_id", "own", "read_at"),
+    "deliveries": ("agent_key", "message_id", "own", "read_at", "bucket"),
     "inbox_marks": ("agent_key", "low"),
-    "memory_counts": ("agent_key", "chat_id", "n"),
+    "memory_counts": ("agent_key", "chat_id", "n", "first_id"),
     "turn_counters": ("world_id", "agent_id", "count"),
     "observations": ("world_id", *WORLD_TABLES["observations"]),
     "agent_memory": ("agent_key", "key", "value", "updated_at", "expires_at"),
@@ -65,6 +65,23 @@ _INSERTS: dict[str, tuple[str, ...]] = {
     "facts": ("tenant", *WORLD_TABLES["facts"]),
     "fact_sections": ("tenant", *WORLD_TABLES["fact_sections"]),
 }
+
+
+def _completed(table: str, rows: Mapping[str, Sequence[tuple[Any, ...]]]) -> Sequence[tuple[Any, ...]]:
+    """A table's rows of an export with the columns the store keeps beyond it (`_INSERTS`): a
+    delivery's bucket is worked out from its agent's key later (`_insert_rows`); a memory count
+    gets the first message its agent heard in that chat (0 when none is among the deliveries)."""
+    if table != "memory_counts":
+        return rows.get(table, ())
+    chat_at = WORLD_TABLES["messages"].index("chat_id")
+    chat_of = {int(m[0]): m[chat_at] for m in rows.get("messages", ())}
+    first: dict[tuple[str, Any], int] = {}
+    for agent, message_id, *_ in rows.get("deliveries", ()):
+        place = (str(agent).lower(), chat_of.get(int(message_id)))
+        first[place] = min(first.get(place, int(message_id)), int(message_id))
+    return [(*row, first.get((str(row[0]).lower(), row[1]), 0)) for row in rows.get(table, ())]
+
+
 #: Ids an import keeps, which no row of the store may hold already: (table, what it is called).
 _KEPT_IDS = (("messages", "message"), ("observations", "observation"), ("notes", "memory"), ("facts", "fact"))
 
@@ -112,8 +129,8 @@ class SQLWorlds(SQLDeletes):
                     yield table, row
             elif table == "deliveries":
                 for key, agent in agents:
-                    sql = "SELECT message_id, own, read_at FROM deliveries WHERE agent_key = ? AND message_id <= ?"
-                    for row in self._paged(sql + " AND message_id > ?", (key, newest), "message_id"):
+                    sql = f"SELECT message_id, own, read_at FROM deliveries WHERE {of_agent('?')} AND message_id <= ?"
+                    for row in self._paged(sql + " AND message_id > ?", (key, key, newest), "message_id"):
                         yield table, (agent, *row)
             elif facts.scopes:
                 scope_is, params = self._one_of("scope", facts.scopes)
@@ -165,7 +182,7 @@ class SQLWorlds(SQLDeletes):
                 if participant[1] == "agent":
                     agents[str(participant[0]).lower()] = int(added[0])
             for table, columns in _INSERTS.items():
-                values = self._insert_rows(table, rows.get(table, ()), key, data.tenant, agents)
+                values = self._insert_rows(table, _completed(table, rows), key, data.tenant, agents)
                 if values:
                     marks = ", ".join("?" * len(columns))
                     self._execute_many(db, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
@@ -186,7 +203,10 @@ class SQLWorlds(SQLDeletes):
             return [(world_key, *row) for row in rows]
         if first == "tenant":
             return [(tenant, *row) for row in rows]
-        return [(agents[str(row[0]).lower()], *row[1:]) for row in rows]
+        keyed = [(agents[str(row[0]).lower()], *row[1:]) for row in rows]
+        if table == "deliveries":
+            return [(*row, delivery_bucket(row[0])) for row in keyed]
+        return keyed
 
     def _refuse_conflicts(self, db: Any, data: WorldImport) -> None:
         world_id = str(data.world["id"])

@@ -1,0 +1,157 @@
+"""Deliveries are kept in the order (bucket, message, agent), a bucket being 16 neighbouring agent
+keys (`rows.DELIVERY_BUCKET_BITS`), on both stores: a post to many agents writes a few runs of
+pages, not one per agent. What each agent reads is unchanged, and stores of the layout before
+(by agent, then message) migrate with every delivery and read flag."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from recall import Recall, Settings
+from recall.store import open_store, postgres_schema, sqlite_schema
+from recall.store.rows import DELIVERY_BUCKET_BITS
+from recall.store.sqlite import sqlite3 as store_sqlite3
+from tests.worlds import query
+
+QUICK = Settings(index_interval=0, embeddings="none")
+T0 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+def test_each_delivery_is_in_its_agents_bucket_and_counts_keep_the_first_heard(store_location: str) -> None:
+    with Recall(store_location, QUICK) as mem:
+        world = mem.world("w", create=True)
+        world.add_human("maria")
+        agents = [f"a{i:02d}" for i in range(40)]  # three buckets at least
+        for agent in agents:
+            world.add_agent(agent)
+        first = world.post("maria", "hello everyone")
+        side = world.post("maria", "@a03 over here", chat="side")
+        world.post("maria", "again, everyone")
+        rows = query(store_location, "SELECT bucket, agent_key, message_id FROM deliveries")
+        assert len(rows) == 3 * len(agents)
+        assert {bucket for bucket, _, _ in rows} == {key >> DELIVERY_BUCKET_BITS for _, key, _ in rows}
+        assert all(bucket == key >> DELIVERY_BUCKET_BITS for bucket, key, _ in rows)
+        assert len({bucket for bucket, _, _ in rows}) >= 3
+        counts = query(store_location, "SELECT chat_id, n, first_id FROM memory_counts")
+        assert sorted(set(counts)) == [("", 2, first.id), ("side", 1, side.id)]
+        # Every agent still reads its own: inbox, heard counts, what it heard in a chat.
+        store = mem.service.store
+        for agent in ("a00", "a17", "a39"):
+            assert [m.id for m, _ in store.inbox(world.key, agent, True, 10)] == [first.id, side.id, side.id + 1]
+            assert store.heard_counts(world.key, agent) == {None: 2, "side": 1}
+            assert [m.id for m in store.iter_heard(world.key, agent, "side")] == [side.id]
+
+
+def test_a_post_to_many_agents_writes_a_few_pages_not_one_per_agent(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Recall(str(path), QUICK) as mem:
+        world = mem.world("w", create=True)
+        world.add_human("maria")
+        for i in range(96):
+            world.add_agent(f"agent-{i:03d}")
+        for n in range(400):  # each agent has more deliveries than a page holds
+            world.post("maria", f"warming up {n}")
+        db = mem.service.store._db
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        world.post("maria", "@agent-007 one more")
+        _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    # 96 agents are 6 buckets: the post writes 16 pages in all. Kept by agent, it wrote a
+    # page of deliveries for each agent: 102 pages.
+    assert 0 < frames < 40
+
+
+# -- stores of the layout before ---------------------------------------------------------------
+
+SQLITE_BEFORE = 13
+POSTGRES_BEFORE = 12
+
+#: Agents 1 and 2 (one bucket) and 20 (another) of world `w`; maria's three messages in two
+#: chats; 1 read by agent 1; agent 2 heard only the side chat; agent 20 wrote message 3.
+OLD_ROWS = (
+    "INSERT INTO worlds (key, id, name, turn_limit, created_at, tenant) VALUES ('w', 'w', 'W', NULL, 0.0, '')",
+    "INSERT INTO participants (key, world_id, id, kind, created_at) VALUES (1, 'w', 'one', 'agent', 0.0)",
+    "INSERT INTO participants (key, world_id, id, kind, created_at) VALUES (2, 'w', 'two', 'agent', 0.0)",
+    "INSERT INTO participants (key, world_id, id, kind, created_at) VALUES (20, 'w', 'twenty', 'agent', 0.0)",
+    "INSERT INTO chats (world_id, id, created_at) VALUES ('w', '', 0.0)",
+    "INSERT INTO chats (world_id, id, created_at) VALUES ('w', 'side', 0.0)",
+    "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, content, created_at)"
+    " VALUES (1, 'w', '', 'maria', 'human', 'first', 1.0)",
+    "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, content, created_at)"
+    " VALUES (2, 'w', 'side', 'maria', 'human', 'second', 2.0)",
+    "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, content, created_at)"
+    " VALUES (3, 'w', '', 'twenty', 'agent', 'third', 3.0)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (1, 1, 0, 5.0)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (1, 2, 0, NULL)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (1, 3, 0, NULL)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (2, 2, 0, NULL)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (20, 1, 0, NULL)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (20, 2, 0, NULL)",
+    "INSERT INTO deliveries (agent_key, message_id, own, read_at) VALUES (20, 3, 1, NULL)",
+    "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (1, '', 2)",
+    "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (1, 'side', 1)",
+    "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (2, 'side', 1)",
+    "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (20, '', 2)",
+    "INSERT INTO memory_counts (agent_key, chat_id, n) VALUES (20, 'side', 1)",
+)
+
+
+def _store_before(location: str) -> None:
+    """A store as recall wrote it before deliveries were kept by bucket."""
+    if location.startswith("postgresql://"):
+        with psycopg.connect(location) as conn:
+            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+            for version, sql in postgres_schema.MIGRATIONS:
+                if version <= POSTGRES_BEFORE:
+                    conn.execute(sql.encode())
+                    conn.execute("INSERT INTO schema_migrations VALUES (%s, 0.0)", (version,))
+            for statement in OLD_ROWS:
+                conn.execute(statement.encode())
+            conn.execute("SELECT setval('messages_id_seq', 4, false)")
+            conn.execute("SELECT setval(pg_get_serial_sequence('participants', 'key'), 21, false)")
+        return
+    with closing(store_sqlite3.connect(location)) as db:
+        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
+        for version, sql in sqlite_schema.MIGRATIONS:
+            if version <= SQLITE_BEFORE:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT INTO schema_migrations VALUES (?, 0.0)", (version,))
+        for statement in OLD_ROWS:
+            db.execute(statement)
+        db.commit()
+
+
+def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(store_location: str) -> None:
+    _store_before(store_location)
+    with closing(open_store(store_location)) as store:
+        rows = query(store_location, "SELECT bucket, agent_key, message_id, own, read_at FROM deliveries")
+        assert sorted(rows) == [
+            (0, 1, 1, 0, 5.0),
+            (0, 1, 2, 0, None),
+            (0, 1, 3, 0, None),
+            (0, 2, 2, 0, None),
+            (1, 20, 1, 0, None),
+            (1, 20, 2, 0, None),
+            (1, 20, 3, 1, None),
+        ]
+        # Each count's first message: its agent's first delivery (a floor for the walk).
+        firsts = query(store_location, "SELECT agent_key, chat_id, first_id FROM memory_counts")
+        assert sorted(firsts) == [(1, "", 1), (1, "side", 1), (2, "side", 2), (20, "", 1), (20, "side", 1)]
+        assert [(m.id, read) for m, read in store.inbox("w", "one", False, 10)] == [(1, True), (2, False), (3, False)]
+        assert [m.id for m, _ in store.inbox("w", "one", True, 10)] == [2, 3]
+        assert [m.id for m in store.iter_heard("w", "one", None)] == [3, 1]
+        assert [m.id for m in store.iter_heard("w", "two", None)] == []
+        assert [m.id for m in store.iter_heard("w", "twenty", None)] == [3, 1]  # its own included
+        assert [m.id for m in store.iter_heard("w", "two", "side")] == [2]
+        assert store.heard_ids("w", "twenty", [1, 2, 3]) == {1, 2, 3}
+        assert store.heard_ids("w", "two", [1, 2, 3]) == {2}
+        # Marking read and deleting still find the rows where they are now.
+        assert store.mark_read_many("w", {"one": [2], "two": [2]}, T0 + timedelta(seconds=1)) == 2
+        assert [m.id for m, _ in store.inbox("w", "one", True, 10)] == [3]
+        store.delete_messages("w", [3])
+        assert query(store_location, "SELECT COUNT(*) FROM deliveries WHERE message_id = 3") == [(0,)]
