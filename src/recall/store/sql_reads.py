@@ -40,7 +40,7 @@ from recall.store.rows import (
 #: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
 #: since rows only ever become read and new deliveries get higher ids).
 #: An agent's oldest unread deliveries from its inbox mark up: `{key}` is the expression of the
-#: agent's key (twice), and the one parameter the limit.
+#: agent's key (three times), and the one parameter the limit.
 UNREAD_OF_AGENT = (
     f"SELECT message_id FROM deliveries WHERE {of_agent('{key}')} AND own = 0 AND read_at IS NULL"
     " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = {key}), 0)"
