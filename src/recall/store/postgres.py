@@ -165,8 +165,8 @@ class PostgresStore(SQLWorlds):
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM deliveries d JOIN messages m ON m.id = d.message_id"
             f" WHERE {of_agent('?', 'd.')} AND m.world_id = ? AND m.chat_id = ? AND d.message_id < ?"
-            " ORDER BY d.message_id DESC LIMIT ?",
-            (key, key, world_id, chat, before, MEMORY_PAGE),
+            " AND d.message_id >= ? ORDER BY d.message_id DESC LIMIT ?",
+            (key, key, world_id, chat, before, floor, MEMORY_PAGE),
         )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

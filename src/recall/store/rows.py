@@ -24,7 +24,8 @@ MEMORY_PAGE = 64
 #: together) share one run of the table's pages. A post to a thousand agents writes its rows
 #: into ~63 runs, not one per agent as when rows were kept by agent and message: on SQLite 1.4
 #: against 12.8 ms, the rest of that time being a thousand pages written to the WAL, and as
-#: many copied at the next checkpoint. An agent's reads pass its bucket-mates' rows too.
+#: many copied at the next checkpoint. An agent's reads pass its bucket-mates' rows too. The
+#: stored rows hold it: another value needs a migration that files every delivery again.
 DELIVERY_BUCKET_BITS = 4
 
 

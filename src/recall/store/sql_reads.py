@@ -33,22 +33,22 @@ from recall.store.rows import (
     world_record,
 )
 
-#: After an agent read some deliveries: raise its inbox's low-water mark (every delivery below
-#: it is read) to its first unread delivery at or above the mark, or to one past its last
-#: delivery when all are read. The unread scan starts there, so it passes each read row once
-#: over the agent's life instead of at every inbox check. The mark never falls: on PostgreSQL a
-#: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
-#: since rows only ever become read and new deliveries get higher ids).
 #: An agent's oldest unread deliveries from its inbox mark up: `{key}` is the expression of the
-#: agent's key (three times), and the one parameter the limit.
+#: agent's key (three times), and the one parameter the limit. The scan passes the rows of the
+#: agent's bucket-mates above the mark too (`rows.DELIVERY_BUCKET_BITS`).
 UNREAD_OF_AGENT = (
     f"SELECT message_id FROM deliveries WHERE {of_agent('{key}')} AND own = 0 AND read_at IS NULL"
     " AND message_id >= COALESCE((SELECT low FROM inbox_marks WHERE agent_key = {key}), 0)"
     " ORDER BY message_id LIMIT ?"
 )
 
-#: `{key}` is the expression of the agent's key, `{source}` where it comes from: one statement
-#: raises the marks of many agents.
+#: After agents read some deliveries: raise each one's inbox low-water mark (every delivery
+#: below it is read) to its first unread delivery at or above the mark, or to one past its last
+#: delivery when all are read. The unread scan starts there, so it passes each read row once
+#: over the agent's life instead of at every inbox check. The mark never falls: on PostgreSQL a
+#: concurrent ack may see this one's rows still unread and compute a lower mark (still true,
+#: since rows only ever become read and new deliveries get higher ids). `{key}` is the
+#: expression of an agent's key, `{source}` where the keys come from: one statement for all.
 RAISE_INBOX_MARKS = (
     "INSERT INTO inbox_marks (agent_key, low) SELECT {key}, COALESCE("
     f" (SELECT d.message_id FROM deliveries d WHERE {of_agent('{key}', 'd.')} AND d.own = 0 AND d.read_at IS NULL"
@@ -86,9 +86,10 @@ class SQLReads:
 
     def _heard_floor(self, key: int, chat: str) -> int | None:
         """The lowest message id the agent `key` can have heard in `chat` (None: nothing heard
-        there): where a walk down the chat's messages may stop. PostgreSQL walks the deliveries
-        instead: 0."""
-        return 0
+        there): where a walk for what it heard there stops. Its memory count of the chat keeps
+        it (a count is there exactly while the agent has deliveries in the chat)."""
+        rows = self._read("SELECT first_id FROM memory_counts WHERE agent_key = ? AND chat_id = ?", (key, chat))
+        return int(rows[0][0]) if rows else None
 
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         """One page of what the agent `key` heard in a chat, ids below `before` (and from
@@ -334,7 +335,7 @@ class SQLReads:
         raise NotImplementedError
 
     def _inbox_low(self, key: int) -> int:
-        """Every delivery to the agent below this message id is read (see `RAISE_INBOX_MARK`)."""
+        """Every delivery to the agent below this message id is read (see `RAISE_INBOX_MARKS`)."""
         rows = self._read("SELECT low FROM inbox_marks WHERE agent_key = ?", (key,))
         return int(rows[0][0]) if rows else 0
 

@@ -165,12 +165,6 @@ class SQLiteStore(SQLWorlds):
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
 
-    def _heard_floor(self, key: int, chat: str) -> int | None:
-        # The walk below goes down a chat's messages and keeps those the agent heard; nothing
-        # older than the first it heard there (its memory count's) can be among them.
-        rows = self._read("SELECT first_id FROM memory_counts WHERE agent_key = ? AND chat_id = ?", (key, chat))
-        return int(rows[0][0]) if rows else None
-
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         return self._read(
             f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"

@@ -14,7 +14,7 @@ from typing import Any
 
 from recall.errors import ConflictError
 from recall.store.base import WorldRecord
-from recall.store.rows import delivery_bucket, dt, new_world_key, of_agent
+from recall.store.rows import delivery_bucket, dt, new_world_key
 from recall.store.world_delete import SQLDeletes
 from recall.store.world_records import WORLD_TABLES, FactScopes, WorldImport
 
@@ -68,18 +68,24 @@ _INSERTS: dict[str, tuple[str, ...]] = {
 
 
 def _completed(table: str, rows: Mapping[str, Sequence[tuple[Any, ...]]]) -> Sequence[tuple[Any, ...]]:
-    """A table's rows of an export with the columns the store keeps beyond it (`_INSERTS`): a
-    delivery's bucket is worked out from its agent's key later (`_insert_rows`); a memory count
-    gets the first message its agent heard in that chat (0 when none is among the deliveries)."""
+    """A table's rows of an export as the store keeps them (`_INSERTS`). A delivery's bucket is
+    worked out from its agent's key later (`_insert_rows`). The memory counts are counted again
+    from the deliveries, with the first message each agent heard in each chat: derived rows,
+    which an export taken while messages were deleted, or written by hand, may not match (and
+    a walk for what an agent heard in a chat starts from its count's row)."""
     if table != "memory_counts":
         return rows.get(table, ())
     chat_at = WORLD_TABLES["messages"].index("chat_id")
     chat_of = {int(m[0]): m[chat_at] for m in rows.get("messages", ())}
-    first: dict[tuple[str, Any], int] = {}
+    counts: dict[tuple[str, Any], tuple[str, int, int]] = {}
     for agent, message_id, *_ in rows.get("deliveries", ()):
-        place = (str(agent).lower(), chat_of.get(int(message_id)))
-        first[place] = min(first.get(place, int(message_id)), int(message_id))
-    return [(*row, first.get((str(row[0]).lower(), row[1]), 0)) for row in rows.get(table, ())]
+        chat = chat_of.get(int(message_id))
+        if chat is None:
+            continue
+        place = (str(agent).lower(), chat)
+        _, n, first = counts.get(place, (agent, 0, int(message_id)))
+        counts[place] = (agent, n + 1, min(first, int(message_id)))
+    return [(agent, chat, n, first) for (_, chat), (agent, n, first) in counts.items()]
 
 
 #: Ids an import keeps, which no row of the store may hold already: (table, what it is called).
@@ -128,10 +134,7 @@ class SQLWorlds(SQLDeletes):
                 for row in self._paged(sql, (world_id, newest)):
                     yield table, row
             elif table == "deliveries":
-                for key, agent in agents:
-                    sql = f"SELECT message_id, own, read_at FROM deliveries WHERE {of_agent('?')} AND message_id <= ?"
-                    for row in self._paged(sql + " AND message_id > ?", (key, key, newest), "message_id"):
-                        yield table, (agent, *row)
+                yield from ((table, row) for row in self._deliveries_of(agents, newest))
             elif facts.scopes:
                 scope_is, params = self._one_of("scope", facts.scopes)
                 columns = ", ".join(WORLD_TABLES[table])
@@ -139,6 +142,35 @@ class SQLWorlds(SQLDeletes):
                 sql = f"SELECT {columns} FROM {table} WHERE tenant = ? AND {scope_is} ORDER BY {order}"
                 for row in self._read(sql, (facts.tenant, *params)):
                     yield table, tuple(row)
+
+    def _deliveries_of(self, agents: Sequence[Any], newest: int) -> Iterator[tuple[Any, ...]]:
+        """(agent id, message id, own, read_at) of the agents' deliveries up to message `newest`:
+        a bucket at a time, in the table's order (a bucket's rows are read once, not once for
+        each of its agents), a page of messages at a time."""
+        by_bucket: dict[int, dict[int, str]] = {}
+        for key, agent in agents:
+            by_bucket.setdefault(delivery_bucket(int(key)), {})[int(key)] = str(agent)
+        for bucket, names in sorted(by_bucket.items()):
+            key_is, keys = self._one_of("agent_key", sorted(names), "::bigint[]")
+            after = 0
+            while True:
+                rows = self._read(
+                    "SELECT message_id, agent_key, own, read_at FROM deliveries"
+                    f" WHERE bucket = ? AND message_id > ? AND message_id <= ? AND {key_is}"
+                    " ORDER BY message_id, agent_key LIMIT ?",
+                    (bucket, after, newest, *keys, PAGE),
+                )
+                full = len(rows) == PAGE
+                if full:
+                    # The last message's rows may go on in the next page: it is read again there
+                    # (a message has at most one row per agent of the bucket, far under a page).
+                    last = rows[-1][0]
+                    rows = [r for r in rows if r[0] != last]
+                for message_id, key, own, read_at in rows:
+                    yield names[int(key)], message_id, own, read_at
+                if not full:
+                    break
+                after = int(rows[-1][0])
 
     def _paged(self, sql: str, params: tuple[Any, ...], column: str = "id") -> Iterator[tuple[Any, ...]]:
         """The rows of `sql` (which ends with a condition `column > ?`, the cursor, and selects
