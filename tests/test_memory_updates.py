@@ -22,6 +22,7 @@ from recall.errors import InvalidInputError, PermissionDeniedError, UnknownMemor
 from recall.search.indexer import BackgroundIndexer
 from recall.store import open_store, postgres_schema, sqlite_schema
 from recall.store.migrate import migrate
+from tests.old_stores import store_before
 from tests.worlds import query
 
 #: Keyword search only, no background indexer: the tests drive the index.
@@ -420,36 +421,8 @@ def _store_before_expiry(location: str) -> None:
         "INSERT INTO notes (id, world_id, owner, type, content, importance, chat_id, metadata, created_at)"
         " VALUES (7, 'old', '', 'note', 'Flour comes on Mondays', 6, NULL, '{}', 1700000000.5)",
     )
-    if location.startswith("postgresql://"):
-        import psycopg
-
-        before = _migration_of_expiry(postgres_schema.MIGRATIONS)
-        with psycopg.connect(location) as conn:
-            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-            for version, sql in postgres_schema.MIGRATIONS:
-                if version < before:
-                    conn.execute(sql.encode())
-                    conn.execute("INSERT INTO schema_migrations VALUES (%s, 0.0)", (version,))
-            for statement in rows:
-                conn.execute(statement.encode())
-            conn.execute("SELECT setval(pg_get_serial_sequence('notes', 'id'), 8, false)")
-        return
-    from contextlib import closing
-
-    from recall.store.sqlite import sqlite3 as store_sqlite3
-
-    before = _migration_of_expiry(sqlite_schema.MIGRATIONS)
-    with closing(store_sqlite3.connect(location)) as db:
-        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-        for version, sql in sqlite_schema.MIGRATIONS:
-            if version < before:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, 0.0)", (version,))
-        for statement in rows:
-            db.execute(statement)
-        db.commit()
+    before = (_migration_of_expiry(sqlite_schema.MIGRATIONS), _migration_of_expiry(postgres_schema.MIGRATIONS))
+    store_before(location, before[0] - 1, before[1] - 1, rows, {"notes.id": 8})
 
 
 def test_a_store_from_before_upgrades_its_memories(store_location: str, clock: Clock) -> None:

@@ -9,13 +9,12 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from recall import Recall, Settings
-from recall.store import open_store, postgres_schema, sqlite_schema, world_dump
+from recall.store import open_store, world_dump
 from recall.store.rows import DELIVERY_BUCKET_BITS
-from recall.store.sqlite import sqlite3 as store_sqlite3
+from tests.old_stores import store_before
 from tests.worlds import query
 
 QUICK = Settings(index_interval=0, embeddings="none")
@@ -100,35 +99,10 @@ OLD_ROWS = (
 )
 
 
-def _store_before(location: str) -> None:
-    """A store as recall wrote it before deliveries were kept by bucket."""
-    if location.startswith("postgresql://"):
-        with psycopg.connect(location) as conn:
-            conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-            for version, sql in postgres_schema.MIGRATIONS:
-                if version <= POSTGRES_BEFORE:
-                    conn.execute(sql.encode())
-                    conn.execute("INSERT INTO schema_migrations VALUES (%s, 0.0)", (version,))
-            for statement in OLD_ROWS:
-                conn.execute(statement.encode())
-            conn.execute("SELECT setval('messages_id_seq', 4, false)")
-            conn.execute("SELECT setval(pg_get_serial_sequence('participants', 'key'), 21, false)")
-        return
-    with closing(store_sqlite3.connect(location)) as db:
-        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-        for version, sql in sqlite_schema.MIGRATIONS:
-            if version <= SQLITE_BEFORE:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, 0.0)", (version,))
-        for statement in OLD_ROWS:
-            db.execute(statement)
-        db.commit()
-
-
 def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(store_location: str) -> None:
-    _store_before(store_location)
+    store_before(
+        store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 4, "participants.key": 21}
+    )
     with closing(open_store(store_location)) as store:
         rows = query(store_location, "SELECT bucket, agent_key, message_id, own, read_at FROM deliveries")
         assert sorted(rows) == [

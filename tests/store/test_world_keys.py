@@ -9,16 +9,15 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from recall.core.models import SenderType
 from recall.errors import ConflictError
-from recall.store import open_store, postgres_schema, sqlite_schema
+from recall.store import open_store
 from recall.store.base import NewMessage, ParticipantRecord, Store
 from recall.store.migrate import migrate
 from recall.store.rows import new_world_key, world_id_of
-from recall.store.sqlite import sqlite3 as store_sqlite3
+from tests.old_stores import store_before
 
 T0 = datetime(2025, 5, 8, 13, 56, tzinfo=UTC)
 #: The schema versions before world ids became per tenant.
@@ -101,42 +100,11 @@ OLD_ROWS = (
 )
 
 
-def _old_sqlite(path: str) -> None:
-    """A file as recall wrote it at schema 5 (world ids were keys of the whole store)."""
-    with closing(store_sqlite3.connect(path)) as db:
-        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-        for version, sql in sqlite_schema.MIGRATIONS:
-            if version <= SQLITE_BEFORE:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, 0.0)", (version,))
-        for statement in OLD_ROWS:
-            db.execute(statement)
-        db.commit()
-
-
-def _old_postgres(url: str) -> None:
-    """A database as recall wrote it at schema 3."""
-    with psycopg.connect(url) as conn:
-        conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
-        for version, sql in postgres_schema.MIGRATIONS:
-            if version <= POSTGRES_BEFORE:
-                conn.execute(sql.encode())
-                conn.execute("INSERT INTO schema_migrations VALUES (%s, 0.0)", (version,))
-        for statement in OLD_ROWS:
-            conn.execute(statement.encode())
-        # The rows above name their ids: the sequences continue after them, as recall's would.
-        conn.execute("SELECT setval('messages_id_seq', 2, false)")
-        conn.execute("SELECT setval(pg_get_serial_sequence('participants', 'key'), 2, false)")
-
-
 def test_a_store_from_before_migrates_and_keeps_its_worlds_and_messages(store_location: str) -> None:
-    location = store_location
-    if location.startswith("postgresql://"):
-        _old_postgres(location)
-    else:
-        _old_sqlite(location)
+    # The rows name their ids: the sequences continue after them, as recall's would.
+    store_before(
+        store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 2, "participants.key": 2}
+    )
     store = open_store(store_location)
     try:
         old = store.get_world("old")
