@@ -22,7 +22,8 @@ from recall.core.models import SenderType
 from recall.errors import InvalidInputError, RecallError, StoreVersionError
 from recall.store import open_store
 from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
-from recall.store.sqlite import MEMORY_PAGE, SQLiteStore
+from recall.store.rows import MEMORY_PAGE
+from recall.store.sqlite import SQLiteStore
 from recall.store.sqlite import sqlite3 as store_sqlite3
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 

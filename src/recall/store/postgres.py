@@ -34,7 +34,6 @@ from recall.store.base import (
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
-    MEMORY_PAGE,
     MESSAGE_COLUMNS,
     message_record,
     of_agent,
@@ -160,17 +159,6 @@ class PostgresStore(SQLWorlds):
 
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} = ANY(?{cast})", (list(values),)
-
-    def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
-        # Down the chat's messages, each one's delivery looked up, as on SQLite. Driven from the
-        # deliveries (the agent's bucket, by message), a plan made before the table had
-        # statistics (a fresh load) read the whole bucket for each page: ~100 ms at 10,000.
-        return self._read(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m JOIN deliveries d ON {of_agent('?', 'd.')} AND d.message_id = m.id"
-            " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
-            " ORDER BY m.id DESC LIMIT ?",
-            (key, key, world_id, chat, before, floor, MEMORY_PAGE),
-        )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         # The reads shared with SQLite (sql_reads.py) are written with `?`; no SQL of recall's

@@ -91,10 +91,22 @@ class SQLReads:
         rows = self._read("SELECT first_id FROM memory_counts WHERE agent_key = ? AND chat_id = ?", (key, chat))
         return int(rows[0][0]) if rows else None
 
+    #: The join that walks the chat's messages first (SQLite's CROSS JOIN keeps the order written).
+    _WALK_JOIN = "JOIN"
+
     def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
         """One page of what the agent `key` heard in a chat, ids below `before` (and from
-        `floor`), newest first (each database has the plan that suits it)."""
-        raise NotImplementedError
+        `floor`), newest first: down the chat's messages, each one's delivery looked up.
+        (Driven from the deliveries instead, the agent's bucket by message, PostgreSQL with a
+        plan made before a freshly loaded table had statistics read the whole bucket for each
+        page: ~100 ms at 10,000 messages.)"""
+        return self._read(
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m {self._WALK_JOIN} deliveries d"
+            f" ON {of_agent('?', 'd.')} AND d.message_id = m.id"
+            " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
+            " ORDER BY m.id DESC LIMIT ?",
+            (key, key, world_id, chat, before, floor, MEMORY_PAGE),
+        )
 
     def iter_heard(
         self, world_id: str, agent_id: str, chat_id: str | None, before: int | None = None

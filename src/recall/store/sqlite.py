@@ -30,11 +30,9 @@ from recall.store.base import (
 )
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
-    MEMORY_PAGE,
     MESSAGE_COLUMNS,
     delivery_bucket,
     message_record,
-    of_agent,
     plan_batch,
     recipient_key,
     ts,
@@ -101,6 +99,9 @@ class SQLiteStore(SQLWorlds):
     #: Neither ability: one process's in-memory buckets and notifier serve (see server/).
     rate_buckets: SharedRateLimits | None = None
     announcer: PostAnnouncer | None = None
+    #: A walk down a chat's messages looks up each one's delivery; SQLite's planner might
+    #: otherwise start from the deliveries.
+    _WALK_JOIN = "CROSS JOIN"
 
     def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         """Open the file, creating it (and its folders) when missing; a `StoreOpenError` when
@@ -164,15 +165,6 @@ class SQLiteStore(SQLWorlds):
 
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
         return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
-
-    def _heard_page(self, key: int, world_id: str, chat: str, before: int, floor: int) -> list[Any]:
-        return self._read(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages m CROSS JOIN deliveries d"
-            f" ON {of_agent('?', 'd.')} AND d.message_id = m.id"
-            " WHERE m.world_id = ? AND m.chat_id = ? AND m.id < ? AND m.id >= ?"
-            " ORDER BY m.id DESC LIMIT ?",
-            (key, key, world_id, chat, before, floor, MEMORY_PAGE),
-        )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
