@@ -11,6 +11,7 @@ Run
     make -C /tmp/old .venv/.installed      # its own virtualenv: its `recall` command is its own
     .venv/bin/python bench/compare.py /tmp/old . --bench context --rounds 3 -- --messages 100000
     .venv/bin/python bench/compare.py /tmp/old . --bench server --rounds 3 -- --quick
+    .venv/bin/python bench/compare.py /tmp/old . --bench crowd --same-script --rounds 3
 
 Anything after `--` goes to the benchmark script; `{tree}` in it becomes `old` or `new` (for a
 store each tree keeps for itself, e.g. `--reuse /tmp/{tree}.db`).
@@ -72,6 +73,15 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
             ("server CPU ms per woken waiter", "broadcast.server_cpu_ms_per_woken", False),
             ("targeted wake p50 ms", "targeted.latency_ms.p50", False),
             ("targeted wake p99 ms", "targeted.latency_ms.p99", False),
+        ],
+    ),
+    "crowd": (
+        "crowd_bench.py",
+        [
+            (f"{store} {op} p50 ms, {agents} agents", f"stores.{store}.{agents}.ops_ms.{op}.p50", False)
+            for store in ("sqlite", "postgres")
+            for agents in (1000, 10000)
+            for op in ("post", "inbox + ack", "context", "delete_message", "delete_agent", "export", "delete world")
         ],
     ),
 }
