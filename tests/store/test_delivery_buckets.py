@@ -107,6 +107,26 @@ def test_deleting_a_message_costs_the_same_statements_for_ten_agents_or_a_hundre
     assert statements(10) == statements(100)
 
 
+def test_a_world_of_more_agents_than_one_list_of_parameters_holds_is_deleted_whole(store_location: str) -> None:
+    # On SQLite, more than 500 values go to a statement as one JSON array (SQLite caps the
+    # parameters of a statement): the world's agents' keys here.
+    with Recall(store_location, QUICK) as mem:
+        world = mem.world("big", create=True)
+        world.add_human("maria")
+        for i in range(520):
+            world.add_agent(f"agent-{i:03d}")
+        world.post("maria", "hello everyone")
+        kept = mem.world("small", create=True)
+        kept.add_human("maria")
+        kept.add_agent("alone")
+        alone = kept.post("maria", "just you")
+        removed = world.delete()
+        assert (removed["participants"], removed["deliveries"]) == (521, 520)
+        assert query(store_location, "SELECT message_id FROM deliveries") == [(alone.id,)]
+        assert query(store_location, "SELECT COUNT(*) FROM memory_counts") == [(1,)]
+        assert [m.id for m in kept.agent("alone").inbox()] == [alone.id]
+
+
 # -- stores of the layout before ---------------------------------------------------------------
 
 SQLITE_BEFORE = 13

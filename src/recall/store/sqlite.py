@@ -164,7 +164,11 @@ class SQLiteStore(SQLWorlds):
         return db.execute(sql, params)
 
     def _one_of(self, column: str, values: Sequence[Any], cast: str = "") -> tuple[str, tuple[Any, ...]]:
-        return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+        if len(values) <= _IN_CHUNK:
+            return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+        # A long list (every agent of a large world) is one JSON parameter: SQLite caps the
+        # parameters of a statement (32,766 in most builds).
+        return f"{column} IN (SELECT value FROM json_each(?))", (json.dumps(list(values)),)
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
