@@ -38,7 +38,6 @@ from recall.store.rows import (
     message_record,
     of_agent,
     plan_batch,
-    recipient_key,
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
@@ -94,6 +93,8 @@ class PostgresStore(SQLWorlds):
         self.announcer: PostAnnouncer | None = self
         self.path = redacted_url(url)
         self._keys: dict[tuple[str, str], int] = {}
+        self._world_keys: dict[str, dict[str, int]] = {}
+        self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
         self._seen_version: int | None = None
         #: Names this process in its own announcements, so its listener skips them.
         self.token = uuid.uuid4().hex
@@ -225,12 +226,10 @@ class PostgresStore(SQLWorlds):
 
     # -- worlds and participants ----------------------------------------------------------
 
-    def _agent_keys(self, cur: psycopg.Cursor[Any], world_id: str, agents: Iterable[str]) -> dict[str, int]:
-        rows = cur.execute(
-            "SELECT lower(id), key FROM participants WHERE world_id = %s AND kind = 'agent'", (world_id,)
-        ).fetchall()
-        keys = {str(r[0]): int(r[1]) for r in rows}
-        return {agent.lower(): recipient_key(keys, agent) for agent in agents}
+    def _key_array(self, keys: Sequence[int]) -> str:
+        # One array literal, not a list: psycopg dumps a list element by element, ~2 ms for
+        # the thousand recipients of a post to a large chat.
+        return _int_array(keys)
 
     # -- messages and deliveries ----------------------------------------------------------
 
@@ -261,13 +260,9 @@ class PostgresStore(SQLWorlds):
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 rows,
             )
-            everyone = {a for agents, *_ in fanout for a in agents} | {a for agents, _ in per_chat for a in agents}
-            keys_by_agent = self._agent_keys(cur, world_id, everyone)
 
             def keys_of(agents: tuple[str, ...]) -> str:
-                # One array literal, not a list: psycopg dumps a list element by element, ~2 ms
-                # for the thousand recipients of a post to a large chat.
-                return _int_array([keys_by_agent[a.lower()] for a in agents])
+                return self._group_keys(cur, world_id, agents)
 
             for (agents, own, read_at), message_ids in fanout.items():
                 cur.execute(
@@ -277,11 +272,16 @@ class PostgresStore(SQLWorlds):
                     (own, read_at, message_ids, keys_of(agents)),
                 )
             for (agents, chat), n in per_chat.items():
+                # The counts there are raised, and only the missing ones inserted: an upsert of
+                # every recipient tries each insert first (1,000 agents: 4.4 ms against 2.8).
                 cur.execute(
-                    "INSERT INTO memory_counts (agent_key, chat_id, n, first_id)"
-                    " SELECT a, %s, %s, %s FROM unnest(%s::bigint[]) AS a"
+                    "WITH raised AS (UPDATE memory_counts SET n = n + %(n)s"
+                    " WHERE chat_id = %(chat)s AND agent_key = ANY(%(keys)s::bigint[]) RETURNING agent_key)"
+                    " INSERT INTO memory_counts (agent_key, chat_id, n, first_id)"
+                    " SELECT a, %(chat)s, %(n)s, %(first)s FROM unnest(%(keys)s::bigint[]) AS a"
+                    " WHERE a NOT IN (SELECT agent_key FROM raised)"
                     " ON CONFLICT (agent_key, chat_id) DO UPDATE SET n = memory_counts.n + excluded.n",
-                    (chat, n, plan.first_in_chat[(agents, chat)], keys_of(agents)),
+                    {"chat": chat, "n": n, "first": plan.first_in_chat[(agents, chat)], "keys": keys_of(agents)},
                 )
             if resets:
                 cur.execute(

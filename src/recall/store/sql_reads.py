@@ -68,6 +68,10 @@ class SQLReads:
     """Read methods of the store protocol over `_read(sql, params)`."""
 
     _keys: dict[tuple[str, str], int]
+    #: Each world's agents' keys by lowercased id, and recipient lists' keys as one statement
+    #: parameter (`SQLWrites._group_keys`); dropped with `_keys`.
+    _world_keys: dict[str, dict[str, int]]
+    _groups: dict[tuple[str, tuple[str, ...]], str]
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError

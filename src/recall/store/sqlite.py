@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,6 @@ from recall.store.rows import (
     delivery_bucket,
     message_record,
     plan_batch,
-    recipient_key,
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
@@ -203,11 +202,6 @@ class SQLiteStore(SQLWorlds):
             self._forget_cached_keys()
         return version
 
-    def _forget_cached_keys(self) -> None:
-        super()._forget_cached_keys()
-        self._world_keys.clear()
-        self._groups.clear()
-
     def _scrub(self) -> None:
         # The WAL still holds the pages as they were before the deletion: copy the new ones into
         # the database and empty it. Best effort: a reader of another process may hold frames
@@ -221,23 +215,8 @@ class SQLiteStore(SQLWorlds):
 
     # -- worlds and participants ----------------------------------------------------------
 
-    def _agent_keys(self, db: Any, world_id: str, agents: Iterable[str]) -> dict[str, int]:
-        """Keys of the world's agents by lowercased id, cached; re-read when one of `agents`
-        is missing (added since, perhaps by another process)."""
-        keys = self._world_keys.get(world_id.lower())
-        if keys is None or any(a.lower() not in keys for a in agents):
-            rows = db.execute("SELECT id, key FROM participants WHERE world_id = ? AND kind = 'agent'", (world_id,))
-            keys = self._world_keys[world_id.lower()] = {str(r[0]).lower(): int(r[1]) for r in rows}
-        return keys
-
-    def _group_keys(self, db: Any, world_id: str, agents: tuple[str, ...]) -> str:
-        """The keys of a recipient list as a JSON array, cached: posts reuse a few lists."""
-        cache_key = (world_id.lower(), agents)
-        found = self._groups.get(cache_key)
-        if found is None:
-            keys = self._agent_keys(db, world_id, agents)
-            found = self._groups[cache_key] = json.dumps([recipient_key(keys, agent) for agent in agents])
-        return found
+    def _key_array(self, keys: Sequence[int]) -> str:
+        return json.dumps(list(keys))
 
     # -- messages and deliveries ----------------------------------------------------------
 

@@ -54,6 +54,8 @@ class SQLDeletes(SQLCalls):
         """Drop the caches of participants' keys: a deleted participant's key must not be used
         for a participant of the same id registered later."""
         self._keys.clear()
+        self._world_keys.clear()
+        self._groups.clear()
 
     def _scrub(self) -> None:
         """After a deletion committed: what the database can do so that no copy of the deleted
