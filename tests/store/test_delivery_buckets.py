@@ -107,6 +107,25 @@ def test_deleting_a_message_costs_the_same_statements_for_ten_agents_or_a_hundre
     assert statements(10) == statements(100)
 
 
+def test_a_post_after_another_process_replaced_an_agent_delivers_to_the_new_one(store_location: str) -> None:
+    # A post's recipients' keys are cached; another process deleting an agent and registering
+    # one of the same id must not leave this one delivering to the deleted agent's key.
+    with Recall(store_location, QUICK) as one, Recall(store_location, QUICK) as two:
+        world = one.world("w", create=True)
+        world.add_human("maria")
+        for agent in ("a", "b", "c"):
+            world.add_agent(agent)
+        world.post("maria", "before")
+        other = two.world("w")
+        other.delete_agent("b")
+        other.add_agent("b")
+        after = world.post("maria", "after")
+        assert [m.id for m in other.agent("b").inbox()] == [after.id]
+        assert [m.id for m in world.agent("b").inbox()] == [after.id]
+        keys = {k for (k,) in query(store_location, "SELECT key FROM participants WHERE kind = 'agent'")}
+        assert {k for (k,) in query(store_location, "SELECT DISTINCT agent_key FROM deliveries")} == keys
+
+
 def test_a_world_of_more_agents_than_one_list_of_parameters_holds_is_deleted_whole(store_location: str) -> None:
     # On SQLite, more than 500 values go to a statement as one JSON array (SQLite caps the
     # parameters of a statement): the world's agents' keys here.
