@@ -3,8 +3,9 @@
 `bench/scaling_bench.py` grows the store's messages; this grows the world's agents. Every post
 is delivered to every agent of its world, so a post, and a message's deletion, do work for
 each agent by design (a delivery row each); nothing else should. For each store (`--stores`)
-and each crowd size A (`--agents`, 100 / 1,000 / 10,000 by default), a fresh world gets A
-agents, a human and `--messages` posts, then each operation is timed `--reps` times (p50/p95):
+and each crowd size A (`--agents`, 100 / 1,000 / 10,000 by default), a fresh store (opened as
+`bench/scaling_bench.py` opens it) gets a world of A agents, a human and `--messages` posts;
+then each operation is timed `--reps` times (p50/p95):
 
 - `add_agent` (a new one each time); `delete_agent` of a random agent;
 - `post` by the human (delivered to all A agents);
@@ -29,15 +30,14 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_postgres import throwaway_postgres
 from bench_report import git_revision, timed_calls, write_json
+from scaling_bench import opened
 
-from recall import Recall, Settings
+from recall import Recall
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "crowd_bench.json"
 #: Operations that do work for every agent of the world, by design.
@@ -48,13 +48,6 @@ PER_AGENT = {
     "delete world": "removes the whole world",
 }
 ONCE = ("export", "delete world")
-
-
-@contextmanager
-def opened(kind: str, folder: Path, server: str | None) -> Iterator[Recall]:
-    where = server if kind == "postgres" and server is not None else str(folder / "crowd.db")
-    with Recall(where, Settings(embeddings="none", index_interval=0)) as mem:
-        yield mem
 
 
 def measure(mem: Recall, agents: int, messages: int, reps: int, seed: int) -> dict[str, Any]:
@@ -117,16 +110,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("every crowd needs more agents than --reps + 1, --messages more than --reps (at least 1)")
 
     results: dict[str, Any] = {"revision": git_revision(), "messages": args.messages, "stores": {}}
-    with ExitStack() as stack:
-        server = stack.enter_context(throwaway_postgres()) if "postgres" in stores else None
-        for kind in stores:
-            per_size: dict[str, Any] = {}
-            for agents in sizes:
-                print(f"{kind}: {agents:,} agents…", file=sys.stderr)
-                with tempfile.TemporaryDirectory(prefix="recall-crowd-") as tmp, opened(kind, Path(tmp), server) as mem:
-                    per_size[str(agents)] = measure(mem, agents, args.messages, args.reps, args.seed)
-            results["stores"][kind] = per_size
-            report(kind, sizes, per_size)
+    for kind in stores:
+        per_size: dict[str, Any] = {}
+        for agents in sizes:
+            print(f"{kind}: {agents:,} agents…", file=sys.stderr)
+            with tempfile.TemporaryDirectory(prefix="recall-crowd-") as tmp, opened(kind, Path(tmp), "none") as mem:
+                per_size[str(agents)] = measure(mem, agents, args.messages, args.reps, args.seed)
+        results["stores"][kind] = per_size
+        report(kind, sizes, per_size)
     write_json(args.json, results)
     print(f"results written to {args.json}")
     return 0
