@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings
-from recall.store import open_store, world_dump
+from recall.store import open_store, sql_writes, world_dump
 from recall.store.rows import DELIVERY_BUCKET_BITS
 from tests.old_stores import store_before
 from tests.worlds import query
@@ -251,3 +251,18 @@ def test_an_import_counts_each_agents_memory_again_from_its_deliveries(tmp_path:
         assert store.heard_counts(world.key, "a") == {None: 1, "side": 1}
         assert [m.id for m in store.iter_heard(world.key, "a", "side")] == [side.id]
         assert [m.id for m in store.iter_heard(world.key, "a", None)] == [first.id]
+
+
+def test_the_recipient_lists_kept_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each sender's post goes to every other agent: a list per sender, each as long as the world.
+    monkeypatch.setattr(sql_writes, "GROUP_LISTS_KEPT", 4)
+    with Recall(str(tmp_path / "s.db"), QUICK) as mem:
+        world = mem.world("w", create=True)
+        agents = [f"agent-{i}" for i in range(10)]
+        for agent in agents:
+            world.add_agent(agent)
+        for agent in agents:
+            world.post(agent, f"hello from {agent}")
+        assert 0 < len(mem.service.store._groups) <= 4
+        # Delivered alike before and after the lists were dropped.
+        assert all(len(world.agent(agent).inbox()) == len(agents) - 1 for agent in agents)

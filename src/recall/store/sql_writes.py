@@ -38,6 +38,10 @@ from recall.store.rows import (
 from recall.store.sql_reads import SQLReads
 from recall.store.world_records import AlsoRemove, Removed
 
+#: Recipient lists whose keys are kept (`SQLWrites._group_keys`): a list of 10,000 agents holds
+#: ~150 KB, and a world where each agent posts has a list per sender.
+GROUP_LISTS_KEPT = 256
+
 
 class SQLWrites(SQLReads):
     """Mixed into both stores, after their connection handling."""
@@ -75,6 +79,8 @@ class SQLWrites(SQLReads):
         cache_key = (world_id.lower(), agents)
         found = self._groups.get(cache_key)
         if found is None:
+            if len(self._groups) >= GROUP_LISTS_KEPT:
+                self._groups.clear()  # each of 10,000 agents posting has a list of its own
             keys = self._agent_keys(db, world_id, agents)
             found = self._groups[cache_key] = self._key_array([recipient_key(keys, agent) for agent in agents])
         return found
