@@ -446,6 +446,15 @@ def test_idempotency_key_repeated_inside_one_batch(service: RecallService, path:
     assert count(path, "deliveries") == 3
 
 
+def test_a_retried_batch_of_more_keys_than_one_list_holds_stores_each_once(service: RecallService, path: Path) -> None:
+    # 600 keys: on SQLite more than one `IN (?, ...)` list takes, so they go as one JSON array.
+    batch = [PostRequest("maria", f"note {i}", idempotency_key=f"K-{i}") for i in range(600)]
+    first = service.posting.post_many("w", batch)
+    again = service.posting.post_many("w", [*batch, PostRequest("maria", "new", idempotency_key="K-600")])
+    assert [m.id for m in again[:600]] == [m.id for m in first]
+    assert count(path, "messages") == 601
+
+
 def _table_counts(path: Path) -> dict[str, int]:
     return {t: count(path, t) for t in ("messages", "deliveries", "chats", "memory_counts")}
 

@@ -34,8 +34,6 @@ from recall.store.base import (
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
-    MESSAGE_COLUMNS,
-    message_record,
     of_agent,
     plan_batch,
     ts,
@@ -239,15 +237,7 @@ class PostgresStore(SQLWorlds):
         with self._write() as cur:
             # Ids in commit order across every replica: one writer of messages at a time.
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MESSAGES_LOCK,))
-            keys = sorted({new.idempotency_key for new in batch if new.idempotency_key is not None})
-            by_key: dict[str, Message] = {}
-            if keys:
-                found = cur.execute(
-                    f"SELECT {MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
-                    " WHERE m.world_id = %s AND m.idempotency_key = ANY(%s)",
-                    (world_id, keys),
-                ).fetchall()
-                by_key = {row[12]: message_record(row) for row in found}
+            by_key = self._stored_by_idempotency_key(cur, world_id, batch)
             fresh = sum(1 for new in batch if new.idempotency_key is None or new.idempotency_key not in by_key)
             new_ids = cur.execute("SELECT nextval('messages_id_seq') FROM generate_series(1, %s)", (fresh,)).fetchall()
             plan = plan_batch(world_id, batch, by_key, (int(r[0]) for r in new_ids))

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from recall.core.facts import Fact, NewFact
+from recall.core.models import Message
 from recall.errors import ConflictError
 from recall.store.base import (
     AlsoWrite,
@@ -19,16 +20,19 @@ from recall.store.base import (
     FactWrite,
     Memory,
     NewMemory,
+    NewMessage,
     Note,
     ParticipantRecord,
     WorldRecord,
 )
 from recall.store.rows import (
     FACT_COLUMNS,
+    MESSAGE_COLUMNS,
     NOTE_COLUMNS,
     chat_key,
     fact_record,
     merged_sections,
+    message_record,
     new_world_key,
     note_record,
     recipient_key,
@@ -84,6 +88,18 @@ class SQLWrites(SQLReads):
             keys = self._agent_keys(db, world_id, agents)
             found = self._groups[cache_key] = self._key_array([recipient_key(keys, agent) for agent in agents])
         return found
+
+    def _stored_by_idempotency_key(self, db: Any, world_id: str, batch: Sequence[NewMessage]) -> dict[str, Message]:
+        """The world's stored messages whose idempotency keys the batch names, by key."""
+        keys = sorted({new.idempotency_key for new in batch if new.idempotency_key is not None})
+        if not keys:
+            return {}
+        key_is, params = self._one_of("m.idempotency_key", keys)
+        rows = self._execute(
+            db, f"SELECT {MESSAGE_COLUMNS}, m.idempotency_key FROM messages m WHERE m.world_id = ? AND {key_is}",
+            (world_id, *params),
+        ).fetchall()  # fmt: skip
+        return {row[12]: message_record(row) for row in rows}
 
     def _write_pipelined(self) -> AbstractContextManager[Any]:
         """`_write`, with its statements sent without waiting for each one's result where the

@@ -30,9 +30,7 @@ from recall.store.base import (
 )
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
-    MESSAGE_COLUMNS,
     delivery_bucket,
-    message_record,
     plan_batch,
     ts,
 )
@@ -47,7 +45,7 @@ from recall.store.urls import (
 )
 from recall.store.world_dump import SQLWorlds
 
-#: Values per `IN (...)` list, well under SQLite's limit on parameters.
+#: Values an `IN (?, ...)` list takes at most; a longer one is one JSON array (`_one_of`).
 _IN_CHUNK = 500
 #: Raises the inbox marks of the agents whose keys are the JSON array parameter.
 _RAISE_INBOX_MARKS = RAISE_INBOX_MARKS.format(key="k.value", source=" FROM json_each(?) AS k")
@@ -219,21 +217,6 @@ class SQLiteStore(SQLWorlds):
         return json.dumps(list(keys))
 
     # -- messages and deliveries ----------------------------------------------------------
-
-    def _stored_by_idempotency_key(self, db: Any, world_id: str, batch: Sequence[NewMessage]) -> dict[str, Message]:
-        keys = sorted({new.idempotency_key for new in batch if new.idempotency_key is not None})
-        found: dict[str, Message] = {}
-        for start in range(0, len(keys), _IN_CHUNK):
-            chunk = keys[start : start + _IN_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            rows = db.execute(
-                f"SELECT {MESSAGE_COLUMNS}, m.idempotency_key FROM messages m"
-                f" WHERE m.world_id = ? AND m.idempotency_key IN ({marks})",
-                (world_id, *chunk),
-            )
-            for row in rows:
-                found[row[12]] = message_record(row)
-        return found
 
     def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
         """Store messages with their deliveries, chats, memory counts and turn resets, atomically.
