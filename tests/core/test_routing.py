@@ -13,6 +13,7 @@ from recall.core.routing import (
     history_verdict,
     mentions,
     paragraph_mentions,
+    responders,
     sender_type,
     turn_limit_notice,
     would_respond,
@@ -177,6 +178,24 @@ def test_would_respond_and_history_verdict(
     if sender.lower() != agent.lower():
         # Rules 2-6 are the same function live and in history.
         assert addressing(agent, message) == Verdict(kept, reason)
+
+
+@pytest.mark.parametrize(("agent", "sender", "content", "live", "kept", "reason"), RESPONSE_RULES)
+def test_responders_among_many_agree_with_would_respond(
+    agent: str, sender: str, content: str, live: bool, kept: bool, reason: str | None
+) -> None:
+    """The server wakes `responders` of its waiting agents: the same agents, one by one, as
+    `would_respond` finds, whether the ids come as a set (looked up) or a list (walked)."""
+    message = make_message(sender, content)
+    crowd = [agent.lower(), sender.lower(), *(f"w{i:03d}" for i in range(50)), *AGENTS, "other-agent", "test-agent"]
+    crowd = list(dict.fromkeys(crowd))
+    expected = {a for a in crowd if would_respond(a, message)}
+    assert (agent.lower() in expected) is live
+    assert set(responders(set(crowd), message)) == expected
+    assert set(responders(crowd, message)) == expected
+    # A post addressed to a few is routed by looking at those few, not at everyone.
+    if not live and reason == "not-addressed":
+        assert len(responders(set(crowd), message)) <= len(message.addressed)
 
 
 def test_seed_000_example_routing() -> None:

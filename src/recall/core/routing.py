@@ -7,6 +7,7 @@ belongs in the agent's history later, so the two can never disagree (seed 000, o
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
@@ -79,19 +80,39 @@ def is_own_tool_result(agent_id: str, message: Message) -> bool:
     return isinstance(owner, str) and owner.lower() == agent_id.lower()
 
 
-def addressing(agent_id: str, message: Message) -> Verdict:
-    """Spec §2 rules 2–6 for a message the agent did not write."""
-    me = agent_id.lower()
+@dataclass(frozen=True)
+class Audience:
+    """Whom a message addresses (spec §2 rules 2–6), apart from its own sender: everyone, or
+    exactly `agents` (lowercased; none at all with a `reason`)."""
+
+    everyone: bool
+    agents: frozenset[str] = frozenset()
+    #: Why an agent outside `agents` is not addressed (a report reason).
+    reason: str = "not-addressed"
+
+    def includes(self, agent_id: str) -> bool:
+        return self.everyone or agent_id.lower() in self.agents
+
+
+def audience(message: Message) -> Audience:
+    """Whom the message addresses: one answer for every agent, so a post to one of a thousand
+    agents is routed by looking at the one (the server's wake-ups)."""
     if TURN_LIMIT_MARKER in message.content:
-        return Verdict(False, "turn-limit-notice")
+        return Audience(False, reason="turn-limit-notice")
     if message.sender_type is SenderType.SYSTEM:
-        return Verdict(False, "system-sender")
+        return Audience(False, reason="system-sender")
     if message.sender_type is SenderType.WORLD:
-        return Verdict(True)
+        return Audience(True)
     if message.sender_type is SenderType.HUMAN and not message.addressed:
         # No line starts with a mention: public unless someone is mentioned mid-text.
-        return Verdict(True) if not message.mentions else Verdict(False, "not-addressed")
-    return Verdict(True) if me in message.addressed else Verdict(False, "not-addressed")
+        return Audience(not message.mentions)
+    return Audience(False, frozenset(message.addressed))
+
+
+def addressing(agent_id: str, message: Message) -> Verdict:
+    """Spec §2 rules 2–6 for a message the agent did not write."""
+    heard_by = audience(message)
+    return Verdict(True) if heard_by.includes(agent_id) else Verdict(False, heard_by.reason)
 
 
 def would_respond(agent_id: str, message: Message) -> bool:
@@ -99,6 +120,17 @@ def would_respond(agent_id: str, message: Message) -> bool:
     if is_own(agent_id, message):
         return False
     return addressing(agent_id, message).addressed
+
+
+def responders(agent_ids: Iterable[str], message: Message) -> list[str]:
+    """Those of `agent_ids` (lowercased ids) that would respond to the message: when it
+    addresses a few agents, found by looking up those few, whatever the number of ids."""
+    heard_by = audience(message)
+    sender = message.sender.lower()
+    if heard_by.everyone:
+        return [a for a in agent_ids if a != sender]
+    present = agent_ids if isinstance(agent_ids, AbstractSet) else set(agent_ids)
+    return [a for a in heard_by.agents if a in present and a != sender]
 
 
 def history_verdict(agent_id: str, message: Message) -> Verdict:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from recall.app.deliveries import PlainCheck
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
-from recall.core.routing import would_respond
+from recall.core.routing import responders
 from recall.server import views
 from recall.server.writer import GroupCommit
 
@@ -107,12 +107,12 @@ class Notifier:
         # The agents the message was delivered to, when known: then it is what they answer.
         recipients = None if message is None or delivered_to is None else {a.lower() for a in delivered_to}
         woken = 0
-        for agent, waiters in world.items():
-            if message is not None and not would_respond(agent, message):
-                continue
+        # The waiting agents the message is for: a post to one of a thousand looks up the one.
+        agents = list(world) if message is None else responders(world.keys(), message)
+        for agent in agents:
             if recipients is not None and agent not in recipients:
                 continue  # not one of its deliveries (it joined the world later)
-            for waiter in waiters:
+            for waiter in world[agent]:
                 if waiter.heard is not None:
                     if message is not None and recipients is not None:
                         waiter.heard.append(message)
