@@ -577,6 +577,20 @@ def test_turn_counters_increment_and_set(store: SQLiteStore) -> None:
     assert store.turn_count("w", "agent-b") == 0
 
 
+def test_a_reset_gives_turns_back_to_its_recipients_only(store: Store) -> None:
+    """Counters above zero among the recipients go to 0, whatever the case the recipient list
+    spells them in; other agents' counters, and the counters already at 0, stay as they are."""
+    store.set_turn_count("w", "agent-a", 3)
+    store.set_turn_count("w", "agent-b", 2)
+    store.set_turn_count("w", "agent-c", 0)
+    store.append_messages("w", [human("only a and c", recipients=("AGENT-A", "agent-c"))])
+    assert [store.turn_count("w", a) for a in AGENTS] == [0, 2, 0]
+    store.append_messages("w", [human("nobody running among them", recipients=("agent-a",))])
+    assert [store.turn_count("w", a) for a in AGENTS] == [0, 2, 0]
+    store.append_messages("w", [human("everyone")])
+    assert [store.turn_count("w", a) for a in AGENTS] == [0, 0, 0]
+
+
 def test_human_message_resets_recipients_turns_agent_message_does_not(service: RecallService) -> None:
     store = service.store
     for agent in AGENTS:

@@ -274,11 +274,7 @@ class PostgresStore(SQLWorlds):
                     {"chat": chat, "n": n, "first": plan.first_in_chat[(agents, chat)], "keys": keys_of(agents)},
                 )
             if resets:
-                cur.execute(
-                    "UPDATE turn_counters SET count = 0 WHERE world_id = %s AND count != 0"
-                    " AND agent_id IN (SELECT jsonb_array_elements_text(%s::jsonb)::citext)",
-                    (world_id, json.dumps(sorted(resets))),
-                )
+                self._reset_turns(cur, world_id, resets)
             cur.executemany(
                 "INSERT INTO chats (world_id, id, created_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],

@@ -255,12 +255,7 @@ class SQLiteStore(SQLWorlds):
                     (chat, n, plan.first_in_chat[(agents, chat)], keys_of(agents)),
                 )
             if resets:
-                # Only counters above zero change: a post to many agents touches few rows.
-                db.execute(
-                    "UPDATE turn_counters SET count = 0 WHERE world_id = ? AND count != 0"
-                    " AND agent_id IN (SELECT value FROM json_each(?))",
-                    (world_id, json.dumps(list(resets))),
-                )
+                self._reset_turns(db, world_id, resets)
             db.executemany(
                 "INSERT OR IGNORE INTO chats (world_id, id, created_at) VALUES (?, ?, ?)",
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],
