@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from recall.store.rows import (
     ts,
 )
 from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
+from recall.store.sqlite_checkpoints import Checkpointer
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import (
     foreign_scheme,
@@ -114,6 +116,9 @@ class SQLiteStore(SQLWorlds):
         self._world_keys: dict[str, dict[str, int]] = {}
         self._groups: dict[tuple[str, tuple[str, ...]], str] = {}
         self._seen_version: int | None = None
+        #: Checkpoints beside the writer (a file's store, once open).
+        self._checkpoints: Checkpointer | None = None
+        self._stop_checkpoints: weakref.finalize[[], SQLiteStore] | None = None
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -126,7 +131,8 @@ class SQLiteStore(SQLWorlds):
             # no readable copy (with `_scrub`, which empties the WAL of older page images).
             self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            # Checkpoint every ~32 MB of WAL, not 4 MB: pages rewritten by many posts are copied once.
+            # The writer checkpoints only past ~32 MB of WAL, not 4 MB: the checkpointer below
+            # copies the WAL beside it, and this bound holds while writes never pause.
             self._db.execute("PRAGMA wal_autocheckpoint = 8000")
             # A context build looks up a few hundred messages and deliveries by key, spread over
             # the whole file: SQLite's default 2 MiB page cache holds little of a large store.
@@ -138,6 +144,12 @@ class SQLiteStore(SQLWorlds):
         except BaseException:
             self._db.close()
             raise
+        if self.path != ":memory:":  # no WAL in memory
+            self._checkpoints = Checkpointer(
+                lambda: sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            )
+            # Its thread stops at `close`, or when the store is dropped without one.
+            self._stop_checkpoints = weakref.finalize(self, self._checkpoints.close)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -156,6 +168,8 @@ class SQLiteStore(SQLWorlds):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
 
     def _execute(self, db: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         return db.execute(sql, params)
@@ -208,6 +222,8 @@ class SQLiteStore(SQLWorlds):
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def close(self) -> None:
+        if self._stop_checkpoints is not None:
+            self._stop_checkpoints()
         with self._lock:
             self._db.close()
 
