@@ -97,3 +97,28 @@ def test_a_store_in_memory_has_no_checkpoint_thread() -> None:
         assert set(checkpoint_threads()) == already
     finally:
         store.close()
+
+
+def test_closed_from_its_own_thread_it_stops_and_closes_its_connection(tmp_path: Path) -> None:
+    """A store dropped in a garbage collection that happens to run on the checkpoint thread
+    closes its checkpointer there: no join of the thread by itself, and the connection still
+    closes."""
+    closed = threading.Event()
+
+    class Connection:
+        def __init__(self) -> None:
+            self.real = sqlite3.connect(tmp_path / "s.db", check_same_thread=False)
+
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            checkpointer.close()  # as a finalizer run on this thread would
+            return self.real.execute(sql)
+
+        def close(self) -> None:
+            self.real.close()
+            closed.set()
+
+    checkpointer = sqlite_checkpoints.Checkpointer(Connection, every=0.0)
+    checkpointer.committed()
+    checkpointer._thread.join(timeout=10)
+    assert not checkpointer._thread.is_alive()
+    assert closed.is_set()

@@ -42,21 +42,26 @@ class Checkpointer:
         self._committed.set()
 
     def _run(self) -> None:
-        while True:
-            self._committed.wait()
-            # The commits of the next `every` seconds join this checkpoint.
-            if self._closing.wait(self._every):
-                return
-            self._committed.clear()
-            try:
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                self.runs += 1
-            except Exception:  # noqa: BLE001 - the writer's autocheckpoint still bounds the WAL
-                logger.exception("a checkpoint beside the writer failed")
+        try:
+            while True:
+                self._committed.wait()
+                # The commits of the next `every` seconds join this checkpoint.
+                if self._closing.wait(self._every):
+                    return
+                self._committed.clear()
+                try:
+                    self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    self.runs += 1
+                except Exception:  # noqa: BLE001 - the writer's autocheckpoint still bounds the WAL
+                    logger.exception("a checkpoint beside the writer failed")
+        finally:
+            self._db.close()  # the thread's own connection, closed by the thread
 
     def close(self) -> None:
-        """Stop the thread (a checkpoint under way finishes first) and close the connection."""
+        """Stop the thread (a checkpoint under way finishes first; its connection closes with it)."""
         self._closing.set()
         self._committed.set()
-        self._thread.join()
-        self._db.close()
+        # A store dropped during a collection that runs on this very thread ends it here: the
+        # thread then stops at its next turn.
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
