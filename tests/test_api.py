@@ -738,7 +738,7 @@ def test_chats_are_listed_in_order_of_their_first_message(world: World) -> None:
 
 
 def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: str) -> None:
-    """Cached rosters are dropped when another connection writes (SQLite's data_version)."""
+    """Cached rosters are dropped when another connection writes a participant."""
     with Recall(db_path) as first, Recall(db_path) as second:
         world = first.world("w", create=True)
         world.add_human("maria")
@@ -748,6 +748,25 @@ def test_a_participant_added_by_another_process_gets_the_next_posts(db_path: str
         message = world.post("maria", "after")
         assert first.service.worlds.recipients(world.key, message) == ("agent-a", "late")
         assert [m.content for m in second.world("w").agent("late").inbox()] == ["after"]
+
+
+def test_other_writes_of_another_process_keep_the_cached_roster(db_path: str) -> None:
+    """Another process's posts, memories and index work (the server's index worker commits
+    vectors all the time) leave the cached worlds and rosters as they are: only a write to
+    worlds or participants drops them."""
+    with Recall(db_path) as first, Recall(db_path) as second:
+        world = first.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("agent-a")
+        world.post("maria", "before")  # fills first's caches
+        roster = first.service.worlds.roster(world.key)
+        other = second.world("w")
+        other.post("maria", "from the other process")
+        other.agent("agent-a").add_memory("a note of its own")
+        second.refresh_index()
+        assert first.service.worlds.roster(world.key) is roster
+        other.add_agent("late")
+        assert "late" in first.service.worlds.roster(world.key).agents
 
 
 @pytest.mark.parametrize("huge", [2**63, 2**70])

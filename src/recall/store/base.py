@@ -393,8 +393,8 @@ class Store(Protocol):
         ...
 
     def change_version(self) -> int:
-        """A number that changes whenever another process commits a write to the store, so
-        that caches of rarely changing rows (worlds, participants) know when to re-read."""
+        """A number that changes whenever another process commits a write to worlds or
+        participants, so that caches of those rarely changing rows know when to re-read."""
         ...
 
     def close(self) -> None: ...

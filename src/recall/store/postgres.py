@@ -193,10 +193,6 @@ class PostgresStore(SQLWorlds):
     def close(self) -> None:
         self._pool.close()
 
-    def _changed(self, db: Any) -> None:
-        # Other replicas drop their caches of worlds and participants when this moves.
-        db.execute("UPDATE store_version SET version = version + 1")
-
     def _lock_worlds(self, db: Any) -> None:
         # One world created at a time across replicas: the check and the key stay true.
         db.execute("SELECT pg_advisory_xact_lock(%s)", (_WORLDS_LOCK,))

@@ -55,6 +55,9 @@ class SQLWrites(SQLReads):
     LOCK_ROWS = ""
     #: The same for rows a transaction only needs to stay (a delete of them waits for it).
     KEEP_ROWS = ""
+    #: The store's version (`change_version`) that this process's caches of worlds and
+    #: participants were last checked against.
+    _seen_version: int | None
 
     def _write(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -133,8 +136,15 @@ class SQLWrites(SQLReads):
         """Create one world at a time across processes (SQLite's write lock already does)."""
 
     def _changed(self, db: Any) -> None:
-        """Tell other processes' caches of worlds and participants to drop (SQLite's
-        data_version already does)."""
+        """Tell other processes' caches of worlds and participants to drop: they compare the
+        store's version (`change_version`) and re-read when it moved."""
+        version = int(
+            self._execute(db, "UPDATE store_version SET version = version + 1 RETURNING version").fetchone()[0]
+        )
+        if self._seen_version == version - 1:
+            # This process's own change, after every other it has seen: its callers drop what
+            # they cached themselves, so the move is not another process's to react to.
+            self._seen_version = version
 
     def schema_version(self) -> int:
         return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])

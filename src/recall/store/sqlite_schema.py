@@ -385,6 +385,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE deliveries_by_bucket RENAME TO deliveries;
         """,
     ),
+    (
+        15,
+        """
+        -- Bumped by every write to worlds and participants (as on PostgreSQL): another process's
+        -- caches of those rows are dropped when it moved, not at every commit of another
+        -- connection (data_version moves with the index worker's vectors too).
+        CREATE TABLE store_version (
+            one         INTEGER PRIMARY KEY CHECK (one = 1),
+            version     INTEGER NOT NULL
+        );
+        INSERT INTO store_version (one, version) VALUES (1, 0);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
