@@ -732,6 +732,7 @@ async def bench(args: argparse.Namespace, server: Server, console: Console) -> d
         pollers = await poll_clients(stack, server.base_url, server.port, waiters, args.poll_client)
         if args.client_gc == "serving":
             stack.enter_context(quiet_collector())
+        collections_before = client_collections()
         rounds: list[dict[str, Any]] = []
         phase = phases.setdefault("wake-up broadcast (whole rounds)", Phase())
         for i in range(args.rounds):
@@ -781,6 +782,7 @@ async def bench(args: argparse.Namespace, server: Server, console: Console) -> d
                 "gauge_ok": all(s["gauge_after"] == args.waiters - 1 for s in targeted["samples"]),
             }
         final_gauge = await waiting_gauge(control, rec)
+        out["client_collections_while_waiting"] = client_collections() - collections_before
     out["phases"] = {name: p.to_dict() for name, p in phases.items()}
     out["statuses"] = {str(k): v for k, v in sorted(rec.statuses.items())}
     out["server_errors"] = rec.server_errors
@@ -789,23 +791,26 @@ async def bench(args: argparse.Namespace, server: Server, console: Console) -> d
     return out
 
 
+def client_collections() -> int:
+    """Collections this process has run, of every generation."""
+    return sum(int(generation["collections"]) for generation in gc.get_stats())
+
+
 @contextlib.contextmanager
 def quiet_collector() -> Iterator[None]:
-    """This one process plays the 1,000 waiting agents: a full collection of its objects (27-31
-    ms, about one in a run) stops every one of them at once, and the rounds it falls in measure
-    the client's pause as the server's latency. While the polls wait, its collector is set as
-    `recall serve` sets its own (server/collector.py): what is alive is left out of later
-    collections, and they run less often. `--client-gc default` keeps CPython's."""
-    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    """This one process plays the 1,000 waiting agents: a collection of its objects (full ones
+    27-36 ms, young ones up to 26 ms with the server's thresholds) stops every one of them at
+    once, and the rounds it falls in measure the client's pause as the server's latency. So
+    while the polls wait the client does not collect; its garbage waits for the end (tens of
+    MB). `--client-gc default` keeps CPython's collector on."""
+    was_enabled = gc.isenabled()
     gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        if not frozen:  # (unfreezing takes out every frozen object, a caller's too)
-            gc.unfreeze()
+        if was_enabled:
+            gc.enable()
 
 
 def run_async(coro: Awaitable[dict[str, Any]]) -> dict[str, Any]:
@@ -867,8 +872,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--client-gc",
         choices=("serving", "default"),
         default="serving",
-        help="this client's collector while the long polls wait: set as the server sets its own, or CPython's"
-        " defaults (its full collections then pause all 1,000 simulated agents at once)",
+        help="this client's collector while the long polls wait: off (serving), or CPython's defaults"
+        " (its collections then pause all 1,000 simulated agents at once)",
     )
     args = parser.parse_args(argv)
     sizes = (
