@@ -5,6 +5,7 @@ background indexer."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -566,3 +567,45 @@ def test_background_indexer_logs_errors_and_retries(setup: Setup, caplog: pytest
     assert failing.failures == 2
     assert len([r for r in caplog.records if r.name == "recall.indexer"]) == 2
     assert "disk I/O error" in caplog.text
+
+
+def test_every_writer_of_items_waits_for_the_indexing_lock_first(postgres_url: str, embedder: Embedder) -> None:
+    """Storing vectors counts a change before it updates the items, a deletion of items the
+    other way round: on PostgreSQL a world deleted while its messages were embedded deadlocked.
+    So every transaction that writes items (vectors stored, items added or removed) takes the
+    indexing lock before anything else: held elsewhere, each of them waits for it."""
+    import psycopg
+
+    from recall.search.postgres import _INDEXING_LOCK
+
+    with Recall(postgres_url, settings=MANUAL) as mem:
+        _post_conversation(mem)
+        index = _index(_store(mem), embedder)
+        index.index_messages()
+        writers: dict[str, Callable[[], object]] = {
+            "vectors": lambda: index.embed_pending(),
+            "add": lambda: index.add([_note(9001, "the spare key is under the mat")]),
+            "remove": lambda: index.remove("message", [1]),
+        }
+        for name, write in writers.items():
+            with psycopg.connect(postgres_url) as holder:
+                holder.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEXING_LOCK,))
+                done = threading.Event()
+                thread = threading.Thread(target=lambda w=write, d=done: (w(), d.set()))  # type: ignore[misc]
+                thread.start()
+
+                def waiting() -> bool:
+                    row = holder.execute(
+                        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s",
+                        (_INDEXING_LOCK,),
+                    ).fetchone()
+                    return bool(row and row[0])
+
+                deadline = time.monotonic() + 10
+                while not waiting():
+                    assert time.monotonic() < deadline, f"{name}: never asked for the indexing lock"
+                    time.sleep(0.005)
+                assert not done.is_set(), f"{name}: wrote while another transaction held the lock"
+                holder.commit()
+            thread.join(timeout=10)
+            assert done.is_set(), f"{name}: did not finish once the lock was free"

@@ -214,7 +214,10 @@ class SearchBackend(Protocol):
         ...
 
     def lock_indexing(self, db: Any) -> None:
-        """Keep other processes from copying messages until this transaction ends."""
+        """Keep other writers of index items (other processes' too) waiting until this
+        transaction ends. Every transaction that writes items takes it first: they count a
+        change (one row) and touch items in different orders, so without it two of them could
+        each wait for the other."""
         ...
 
     def vectors_exist(self) -> bool:

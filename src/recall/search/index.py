@@ -175,6 +175,7 @@ class SearchIndex:
         if stored is None and not self._backend.vectors_exist():
             return  # nothing embedded yet; the key is written with the first vectors
         with self._store._write() as db:
+            self._backend.lock_indexing(db)
             self._backend.drop_vectors(db)
             db.execute(self._sql("DELETE FROM search_state WHERE name = ?"), (_STATE_MODEL,))
 
@@ -232,11 +233,13 @@ class SearchIndex:
         if not rows:
             return
         with self._store._write_pipelined() as db:  # `_add_rows` reads no result
+            self._backend.lock_indexing(db)
             self._add_rows(db, rows)
 
     def add_in(self, db: Any, items: Sequence[IndexItem]) -> None:
         """`add` in the caller's write transaction (a memory changed in place: `store.AlsoWrite`),
         so that a crash leaves both or neither."""
+        self._backend.lock_indexing(db)
         self._add_rows(db, [item_row(item) for item in items])
 
     def _add_rows(self, db: Any, rows: Sequence[ItemRow]) -> None:
@@ -258,6 +261,7 @@ class SearchIndex:
         ids = [check_id(i) for i in source_ids]
         removed = 0
         with self._store._write() as db:
+            self._backend.lock_indexing(db)
             for start in range(0, len(ids), MAX_PARAMS):
                 removed += self._backend.delete_items(db, kind, ids[start : start + MAX_PARAMS])
         return removed
@@ -395,6 +399,11 @@ class SearchIndex:
             return 0
         vectors = np.asarray(self.embedder.embed([r[1] for r in rows]), dtype=np.float32)
         with self._store._write() as db:
+            # Storing vectors counts a change (the counter's row) before it updates the items;
+            # a deletion of items updates them before it counts. Without the lock every writer
+            # of items takes first, one of each could wait for the other (PostgreSQL found the
+            # deadlock: a world deleted while its messages were embedded).
+            self._backend.lock_indexing(db)
             self._record_model(db)
             return self._backend.store_vectors(db, rows, vectors)
 
