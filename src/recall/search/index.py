@@ -233,19 +233,19 @@ class SearchIndex:
         if not rows:
             return
         with self._store._write_pipelined() as db:  # `_add_rows` reads no result
-            self._backend.lock_indexing(db)
             self._add_rows(db, rows)
 
     def add_in(self, db: Any, items: Sequence[IndexItem]) -> None:
         """`add` in the caller's write transaction (a memory changed in place: `store.AlsoWrite`),
         so that a crash leaves both or neither."""
-        self._backend.lock_indexing(db)
         self._add_rows(db, [item_row(item) for item in items])
 
     def _add_rows(self, db: Any, rows: Sequence[ItemRow]) -> None:
         """Replace the items of the rows' kinds and source ids: one deletion per kind, then one
         insert (of a source written twice, the last row stands). Nothing here reads a result,
-        so in a pipelined transaction (`_write_pipelined`) they all go in one round trip."""
+        so in a pipelined transaction (`_write_pipelined`) they all go in one round trip.
+        Like every write of items, it takes the indexing lock first."""
+        self._backend.lock_indexing(db)
         latest = {(row.kind, row.source_id): row for row in rows}
         by_kind: dict[str, list[int]] = {}
         for kind, source_id in latest:

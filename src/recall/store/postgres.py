@@ -183,12 +183,7 @@ class PostgresStore(SQLWorlds):
                     cur.execute("INSERT INTO schema_migrations VALUES (%s, extract(epoch from now()))", (number,))
 
     def change_version(self) -> int:
-        version = int(self._read("SELECT version FROM store_version")[0][0])
-        if version != self._seen_version:
-            # Another replica may have deleted a participant: its cached key must not be used.
-            self._seen_version = version
-            self._forget_cached_keys()
-        return version
+        return self._saw_version(int(self._read("SELECT version FROM store_version")[0][0]))
 
     def close(self) -> None:
         self._pool.close()

@@ -146,6 +146,17 @@ class SQLWrites(SQLReads):
             # they cached themselves, so the move is not another process's to react to.
             self._seen_version = version
 
+    def _saw_version(self, version: int) -> int:
+        """The store's version as just read: when it moved since the last, another process
+        changed worlds or participants, and every cached key may be stale."""
+        if version != self._seen_version:
+            self._seen_version = version
+            self._forget_cached_keys()
+        return version
+
+    def _forget_cached_keys(self) -> None:
+        raise NotImplementedError
+
     def schema_version(self) -> int:
         return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
 

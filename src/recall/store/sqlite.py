@@ -213,11 +213,7 @@ class SQLiteStore(SQLWorlds):
         data_version = int(self._read("PRAGMA data_version")[0][0])
         if data_version != self._seen_data_version or self._seen_version is None:
             self._seen_data_version = data_version
-            version = int(self._read("SELECT version FROM store_version")[0][0])
-            if version != self._seen_version:
-                # Another process may have deleted a participant: its cached key must not be used.
-                self._seen_version = version
-                self._forget_cached_keys()
+            return self._saw_version(int(self._read("SELECT version FROM store_version")[0][0]))
         return self._seen_version
 
     def _scrub(self) -> None:

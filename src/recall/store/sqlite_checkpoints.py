@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger("recall.store")
@@ -27,7 +28,7 @@ class Checkpointer:
     """Checkpoints a WAL database on its own connection (`connect()`) and thread, after commits
     (`committed`), until `close`."""
 
-    def __init__(self, connect: Any, every: float = CHECKPOINT_EVERY) -> None:
+    def __init__(self, connect: Callable[[], Any], every: float = CHECKPOINT_EVERY) -> None:
         self._db = connect()
         self._every = every
         self._committed = threading.Event()
