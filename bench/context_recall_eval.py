@@ -1,47 +1,77 @@
-"""Context recall on LoCoMo: does the evidence a question needs land in the agent's context?
+"""Context recall on LoCoMo and BEAM: does the evidence a question needs land in the agent's context?
 
 Usage:
-    .venv/bin/python bench/context_recall_eval.py ../shared/datasets/locomo/locomo10.json [--range 5-9]
+    .venv/bin/python bench/context_recall_eval.py DATASET_JSON [--dataset locomo|beam] [--range 5-9]
         [--conversations N] [--budgets 2000,4000,8000] [--no-peers] [--agent-setting KEY=VALUE ...]
         [--json OUT [--json-questions]]
 
-Settings are tuned on conversations 0-4 (`--range 0-4`); conversations 5-9 (`--range 5-9`) are held
-out, to check that what was tuned carries over. Compare agent settings with `--agent-setting`, e.g.
-`--agent-setting recalled_max_tokens=0` (no recalled past) against the defaults.
+DATASET_JSON is LoCoMo's `locomo10.json` (samples with `conversation` and `qa`) or BEAM's
+`beam_128k.json` (conversations with `turns` and `questions`, see bench/beam_data.py); which one
+is read from the file unless `--dataset` says. `--range A-B` picks conversations by their 0-based
+place in the file: for BEAM, index 0 is conversation "1".
+
+Settings are tuned on one half and checked on the other, to see that what was tuned carries over:
+LoCoMo tunes on conversations 0-4 (`--range 0-4`) and holds out 5-9; BEAM tunes on conversations
+"1"-"10" (`--range 0-9`) and holds out "11"-"20" (`--range 10-19`). Compare agent settings with
+`--agent-setting`, e.g. `--agent-setting recalled_max_tokens=0` (no recalled past) against the
+defaults. Budgets default to 2000,4000,8000 for LoCoMo and 2000,4000,8000,16000 for BEAM (its
+summarization questions cite up to 70 messages).
 
 bench/locomo_eval.py asks whether recall's *search* ranks a question's evidence turns high; this
 script asks what an agent is finally *given*: the context recall builds for its next model call
 within a token budget. LoCoMo (Maharana et al., ACL 2024, arXiv:2402.17753) is ten long
-two-person conversations whose questions name the turns (dia_ids like `D3:7`) holding the answer.
+two-person conversations whose questions name the turns (dia_ids like `D3:7`) holding the answer;
+BEAM (Tavakoli et al., arXiv 2510.27246) is twenty user-assistant conversations of ~128K tokens
+whose assistant turns are long model output, with questions for nine memory abilities naming
+their evidence messages.
 
 For each conversation, in a fresh temporary store:
 
-1. the conversation is imported with its real session timestamps (`recall.importers.read_locomo`:
-   both speakers become agents that hear everything) and every turn is embedded
-   (`refresh_index`); the agent is the conversation's first speaker (`speaker_a`);
-2. for each question with evidence (1,982 of LoCoMo's 1,986), a person (`user`) posts
+1. the conversation is imported with its real timestamps and every turn is embedded
+   (`refresh_index`). LoCoMo: `recall.importers.read_locomo`, both speakers agents that hear
+   everything; the agent is the first speaker (`speaker_a`), the asker a person (`user`). BEAM:
+   the user is a human `maria`, the assistant an agent `assistant` that hears everything (see
+   bench/beam_data.py), who is the agent; `maria` asks;
+2. for each question with evidence (1,982 of LoCoMo's 1,986; BEAM's 355), the asker posts
    `@<agent> <question>` one minute after the last turn; for each budget B the agent's context is
-   built for that message (`Agent.context(max_tokens=B, message=...)`), and its score is the share of
-   the question's evidence turns among the messages the report lists as included (any section:
-   history, incoming, the recalled past). The context's tokens (`report.total_tokens`, everything
-   a model would be sent) and its tokens per section are recorded. The question is then deleted,
-   so no question sees another;
+   built for that message (`Agent.context(max_tokens=B, message=...)`, timed: the build time),
+   and its score is the share of the question's evidence turns among the messages the report
+   lists as included (any section: history, incoming, the recalled past), an excerpt counted as
+   below. The context's tokens (`report.total_tokens`, everything a model would be sent) and its
+   tokens per section are recorded. The question is then deleted, so no question sees another;
 3. plain peers get the same question and budget, each packing whole turns, one line each
    (`[YYYY-MM-DD] speaker: text`, with ` [shares an image: caption]` for a shared image), best
    first into B o200k tokens (a line costs its tokens plus one for the newline), skipping a turn
-   that does not fit and going on with the next:
+   that does not fit and going on with the next (bench/context_peers.py):
    - "newest turns that fit": newest first (what a plain chat history keeps);
    - "MiniLM int8 cosine": by cosine between the question and the turn, with recall's own
-     embedding model (all-MiniLM-L6-v2 int8);
+     embedding model (all-MiniLM-L6-v2 int8, which reads a text's first 256 word pieces);
    - "bm25s": by the `bm25s` package's BM25 over the turns (English stop words removed);
+   - "MiniLM + stemmed bm25s, RRF": reciprocal-rank fusion (k=60) of the cosine ranking and a
+     bm25s ranking whose words are stemmed (English Snowball, PyStemmer) and which holds only
+     the turns sharing a word with the question;
    turns that tie (BM25's zero scores, for one) go newest first.
 
-Scores are fractions (partial credit), averaged over all questions and per category, for each
-budget; tokens are means per question. When the run spans both halves (0-4 and 5-9), each half is
+Excerpts. recall may show a long message as an excerpt (its report item has
+`score["excerpt"]`): the sentences around its match, joined by single spaces, stored text
+escaped. An excerpted evidence message counts only if the excerpt holds the part the question
+rests on, decided so: the message is split into sentences (`recall.core.excerpts.sentences`);
+its key sentence is the one whose MiniLM vector is nearest (cosine) the question's; the message
+counts if that sentence, escaped as recall escapes stored text (`html.escape(quote=False)`) and
+whitespace collapsed, is found in the context's text (all its messages' contents). A message
+shown whole counts. The peers show whole turns only, so the rule never takes from them. Beside
+each recall score the table prints "recall (whole messages only)": the score with excerpts
+counting nothing.
+
+Scores are fractions (partial credit), averaged over all questions and per category (LoCoMo's
+categories, BEAM's abilities), for each budget; tokens are means per question; the build times
+are recall's p50 and p95 per budget (the budgets are built in order for each question, and the
+first build also embeds the question, whose vector recall keeps for the next ones: on LoCoMo that
+adds ~35 ms to the first budget's times). When the run spans both halves, each half is
 summarised too.
 
-The data is read where it lies (CC BY-NC 4.0); nothing of it is copied into the repository, and
-nothing is written at run time except the `--json` report.
+The data is read where it lies (LoCoMo CC BY-NC 4.0; BEAM for evaluation only); nothing of it
+is copied into the repository, and nothing is written at run time except the `--json` report.
 """
 
 from __future__ import annotations
@@ -51,63 +81,52 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from bench_report import git_revision, write_json
-from locomo_eval import (
-    CATEGORY_NAMES,
-    CATEGORY_ORDER,
-    _all_messages,
-    _percent,
-    asked_at,
-    normalise_evidence,
-    parse_range,
+from bench_report import git_revision, percentiles, write_json
+from context_datasets import (  # noqa: F401 - ASKER and HALVES kept readable here
+    ASKER,
+    BEAM_BUDGETS,
+    BUDGETS,
+    DATASETS,
+    HALVES,
+    LOCOMO,
+    Dataset,
+    detect_dataset,
 )
-from numpy.typing import NDArray
+from context_peers import (  # noqa: F401 - the tests read Turn, ranked and the peers' names from here
+    BM25,
+    COSINE,
+    NEWEST,
+    PEER_ENCODING,
+    PEERS,
+    RRF,
+    Peers,
+    Turn,
+    make_turns,
+    pack,
+    ranked,
+)
+from context_scoring import KeySentences, evidence_share, recall_found
+from locomo_eval import _all_messages, _percent, asked_at, parse_range
 from rich.console import Console
 from rich.table import Table
 
-from recall import Message, Recall, Settings
-from recall.core.context_records import ContextReport
+from recall import Recall, Settings
 from recall.core.tokens import TokenCounter
-from recall.importers import Conversation, read_locomo, slug, store_conversation
-from recall.search.base import message_text
+from recall.importers import Conversation, store_conversation
 from recall.search.embeddings import Embedder, default_embedder
 
-BUDGETS = (2000, 4000, 8000)
 #: The method rows: recall's context, then the plain peers.
 RECALL = "recall"
-NEWEST = "newest turns that fit"
-COSINE = "MiniLM int8 cosine"
-BM25 = "bm25s"
-PEERS = (NEWEST, COSINE, BM25)
-#: The peers count their lines in the encoding of recall's default model (gpt-4o).
-PEER_ENCODING = "o200k_base"
-#: Who asks the questions: a reserved human sender name.
-ASKER = "user"
+#: recall's score with excerpted evidence counting nothing (a row of the tables, not a method).
+RECALL_WHOLE = "recall (whole messages only)"
 #: The questions are asked this long after the conversation's last turn.
 ASKED_AFTER = timedelta(minutes=1)
-#: Conversations 0-4 tune, 5-9 are held out.
-HALVES = {"0-4": range(0, 5), "5-9": range(5, 10)}
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One turn of the conversation as the peers see it."""
-
-    message_id: int
-    dia_id: str
-    #: `speaker: text [shares an image: caption]`, what the ranking peers score.
-    text: str
-    #: `[YYYY-MM-DD] ` + text, what the peers put in the context.
-    line: str
-    #: The line's tokens plus one for its newline.
-    tokens: int
 
 
 @dataclass
@@ -115,7 +134,7 @@ class QuestionResult:
     conversation: int
     sample_id: str
     question: str
-    category: int
+    category: int | str
     evidence: list[str]
     #: method -> budget -> share of the evidence in the context.
     scores: dict[str, dict[int, float]] = field(default_factory=dict)
@@ -123,6 +142,10 @@ class QuestionResult:
     tokens: dict[str, dict[int, int]] = field(default_factory=dict)
     #: budget -> recall's tokens per section.
     sections: dict[int, dict[str, int]] = field(default_factory=dict)
+    #: budget -> recall's share counting evidence shown whole only (excerpts count 0).
+    whole: dict[int, float] = field(default_factory=dict)
+    #: budget -> milliseconds recall took to build the context.
+    build_ms: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,97 +185,27 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     return budgets
 
 
-def turn_text(message: Message) -> str:
-    """`speaker: text`, whitespace collapsed, with a shared image's caption (as recall indexes it)."""
-    return " ".join(message_text(message).split())
-
-
-def make_turns(messages: Sequence[Message], counter: TokenCounter) -> list[Turn]:
-    """The conversation's turns, oldest first, each as one line with its cost."""
-    turns = []
-    for m in messages:
-        text = turn_text(m)
-        line = f"[{m.created_at.astimezone(UTC):%Y-%m-%d}] {text}"
-        turns.append(Turn(m.id, str(m.metadata.get("dia_id")), text, line, counter.count(line) + 1))
-    return turns
-
-
-def pack(order: Iterable[int], turns: Sequence[Turn], budget: int) -> tuple[set[str], int]:
-    """The dia_ids of the turns (by index, best first) that fit in `budget` tokens, a turn that
-    does not fit skipped, and the tokens they take."""
-    packed: set[str] = set()
-    used = 0
-    for index in order:
-        turn = turns[index]
-        if used + turn.tokens <= budget:
-            packed.add(turn.dia_id)
-            used += turn.tokens
-    return packed, used
-
-
-def ranked(scores: NDArray[np.floating[Any]] | Sequence[float]) -> list[int]:
-    """Indexes by score, best first; ties newest (highest index) first."""
-    values = np.asarray(scores, dtype=np.float64)
-    return sorted(range(len(values)), key=lambda i: (-values[i], -i))
-
-
-def evidence_share(found: set[str], evidence: Sequence[str]) -> float:
-    """The share of the evidence turns that were found (partial credit)."""
-    return sum(1 for dia_id in evidence if dia_id in found) / len(evidence) if evidence else 1.0
-
-
-def included_message_ids(report: ContextReport) -> set[int]:
-    """The ids of every message the report lists as included, in any section. An item whose
-    scores name more messages (a passage of several turns, under a key ending in `ids`) brings
-    those too."""
-    ids: set[int] = set()
-    for item in report.items:
-        if not item.included or item.kind != "message":
-            continue
-        if isinstance(item.id, int):
-            ids.add(item.id)
-        for key, value in (item.score or {}).items():
-            if key.endswith("ids") and isinstance(value, list | tuple):
-                ids.update(v for v in value if isinstance(v, int))
-    return ids
-
-
-class Bm25Peer:
-    """bm25s over the turns' text; every turn scored for a question."""
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        import bm25s  # a dev dependency, needed only with the peers
-
-        self._bm25s = bm25s
-        self._retriever = bm25s.BM25()
-        self._retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False)
-        self._size = len(texts)
-
-    def scores(self, question: str) -> NDArray[np.float64]:
-        terms = self._bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)[0]
-        if not terms:
-            return np.zeros(self._size)
-        return np.asarray(self._retriever.get_scores(terms), dtype=np.float64)
-
-
 def evaluate_conversation(
     index: int,
     sample: Mapping[str, Any],
     conversation: Conversation,
     workdir: Path,
-    budgets: Sequence[int] = BUDGETS,
+    budgets: Sequence[int] | None = None,
     settings: Settings | None = None,
     peers: bool = True,
     agent_settings: Mapping[str, Any] | None = None,
     embedder: Embedder | None = None,
+    dataset: Dataset | None = None,
 ) -> ConversationResult:
     """Import one conversation into a store at `workdir/x.db`, then build the agent's context for
     each of its questions at each budget, and the peers' contexts beside it."""
-    sample_id = str(sample.get("sample_id"))
-    agent_id = slug(str(sample["conversation"]["speaker_a"]))
+    dataset = dataset or detect_dataset([sample])
+    budgets = budgets or dataset.budgets
+    sample_id = dataset.sample_id(sample)
+    agent_id = dataset.agent(sample)
     counter = TokenCounter(PEER_ENCODING)
     started = time.perf_counter()
-    with Recall(workdir / "x.db", settings or Settings(index_interval=0)) as mem:
+    with Recall(workdir / "x.db", settings or dataset.settings([sample])) as mem:
         store_conversation(mem, conversation)
         mem.refresh_index()
         world = mem.world(conversation.world_id)
@@ -260,51 +213,43 @@ def evaluate_conversation(
         if agent_settings:
             agent.update(**agent_settings)
         messages = _all_messages(world)
-        dia_ids = {m.id: str(m.metadata.get("dia_id")) for m in messages}
-        known_ids = set(dia_ids.values())
+        turn_ids = {m.id: str(m.metadata.get(dataset.turn_key)) for m in messages}
+        known_ids = set(turn_ids.values())
         last = asked_at(messages)
         if last is None:
             raise ValueError(f"{sample_id} has no turns")
         asked = last + ASKED_AFTER
-        turns = make_turns(messages, counter)
-        newest = list(reversed(range(len(turns))))
-        vectors: NDArray[np.float32] | None = None
-        bm25: Bm25Peer | None = None
+        turns = make_turns(messages, counter, dataset.turn_key)
         if peers:
             embedder = embedder or default_embedder()
-            vectors = embedder.embed([t.text for t in turns])
-            bm25 = Bm25Peer([t.text for t in turns])
+        keys = KeySentences({m.id: m for m in messages}, embedder)
+        ranking = Peers(turns, keys.embedder) if peers else None
         result = ConversationResult(index, sample_id, agent_id, len(messages), time.perf_counter() - started)
 
         started = time.perf_counter()
-        for qa in sample.get("qa", []):
-            evidence = normalise_evidence(qa.get("evidence") or [], known_ids)
+        for question, category, evidence in dataset.questions(sample, known_ids):
             if not evidence:
                 result.skipped += 1
                 continue
-            question = str(qa["question"])
-            q = QuestionResult(index, sample_id, question, int(qa["category"]), evidence)
-            posted = world.post(ASKER, f"@{agent_id} {question}", at=asked)
+            q = QuestionResult(index, sample_id, question, category, evidence)
+            posted = world.post(dataset.asker, f"@{agent_id} {question}", at=asked)
             try:
                 for budget in budgets:
-                    report = agent.context(max_tokens=budget, message=posted.id).report
-                    found = {dia_ids[i] for i in included_message_ids(report) if i in dia_ids}
+                    began = time.perf_counter()
+                    ctx = agent.context(max_tokens=budget, message=posted.id)
+                    q.build_ms[budget] = (time.perf_counter() - began) * 1000
+                    found, whole = recall_found(ctx, turn_ids, evidence, keys, question)
                     q.scores.setdefault(RECALL, {})[budget] = evidence_share(found, evidence)
-                    q.tokens.setdefault(RECALL, {})[budget] = report.total_tokens
-                    q.sections[budget] = dict(report.sections)
+                    q.whole[budget] = evidence_share(whole, evidence)
+                    q.tokens.setdefault(RECALL, {})[budget] = ctx.report.total_tokens
+                    q.sections[budget] = dict(ctx.report.sections)
             finally:
                 world.delete_message(posted.id)
-            if peers:
-                assert embedder is not None and vectors is not None and bm25 is not None
-                orders = {
-                    NEWEST: newest,
-                    COSINE: ranked(vectors @ embedder.embed([question])[0]),
-                    BM25: ranked(bm25.scores(question)),
-                }
-                for method, order in orders.items():
+            if ranking is not None:
+                for method, order in ranking.orders(question, keys.vector(question)).items():
                     for budget in budgets:
-                        found, used = pack(order, turns, budget)
-                        q.scores.setdefault(method, {})[budget] = evidence_share(found, evidence)
+                        packed, used = pack(order, turns, budget)
+                        q.scores.setdefault(method, {})[budget] = evidence_share(packed, evidence)
                         q.tokens.setdefault(method, {})[budget] = used
             result.questions.append(q)
         result.question_seconds = time.perf_counter() - started
@@ -315,29 +260,47 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def summarise(questions: Sequence[QuestionResult], budgets: Sequence[int], methods: Sequence[str]) -> dict[str, Any]:
-    """Per budget and method: the mean score overall and per category, and the mean tokens."""
-    categories = [c for c in CATEGORY_ORDER if any(q.category == c for q in questions)]
-    categories += sorted({q.category for q in questions} - set(categories))
+def _score(q: QuestionResult, method: str, budget: int) -> float:
+    return q.whole[budget] if method == RECALL_WHOLE else q.scores[method][budget]
+
+
+def summarise(
+    questions: Sequence[QuestionResult], budgets: Sequence[int], methods: Sequence[str], dataset: Dataset = LOCOMO
+) -> dict[str, Any]:
+    """Per budget and method: the mean score overall and per category, and the mean tokens
+    (`RECALL_WHOLE` as a method: recall's whole-messages-only score, without tokens)."""
+    present = {q.category for q in questions}
+    categories = [c for c in dataset.categories if c in present]
+    categories += sorted(present - set(categories), key=str)
     out: dict[str, Any] = {}
     for budget in budgets:
         per_method: dict[str, Any] = {}
         for method in methods:
             per_category = {}
             for category in categories:
-                members = [q.scores[method][budget] for q in questions if q.category == category]
+                members = [_score(q, method, budget) for q in questions if q.category == category]
                 per_category[str(category)] = {
-                    "name": CATEGORY_NAMES.get(category, f"category {category}"),
+                    "name": dataset.categories.get(category, f"category {category}"),
                     "questions": len(members),
                     "score": round(_mean(members), 4),
                 }
-            per_method[method] = {
-                "overall": round(_mean([q.scores[method][budget] for q in questions]), 4),
+            row: dict[str, Any] = {
+                "overall": round(_mean([_score(q, method, budget) for q in questions]), 4),
                 "per_category": per_category,
-                "tokens": round(_mean([q.tokens[method][budget] for q in questions]), 1),
             }
+            if method != RECALL_WHOLE:
+                row["tokens"] = round(_mean([q.tokens[method][budget] for q in questions]), 1)
+            per_method[method] = row
         out[str(budget)] = per_method
     return out
+
+
+def _whole_only(
+    questions: Sequence[QuestionResult], budgets: Sequence[int], dataset: Dataset
+) -> dict[str, dict[str, Any]]:
+    """recall's whole-messages-only rows, per budget."""
+    summary = summarise(questions, budgets, (RECALL_WHOLE,), dataset)
+    return {budget: rows[RECALL_WHOLE] for budget, rows in summary.items()}
 
 
 def section_tokens(questions: Sequence[QuestionResult], budgets: Sequence[int]) -> dict[str, dict[str, float]]:
@@ -351,6 +314,13 @@ def section_tokens(questions: Sequence[QuestionResult], budgets: Sequence[int]) 
     return out
 
 
+def build_times(questions: Sequence[QuestionResult], budgets: Sequence[int]) -> dict[str, dict[str, float]]:
+    """Per budget, the percentiles of recall's context build in ms (p50, p95, p99, mean, max, n)."""
+    return {
+        str(b): {k: round(v, 2) for k, v in percentiles([q.build_ms[b] for q in questions]).items()} for b in budgets
+    }
+
+
 def _question_record(q: QuestionResult) -> dict[str, Any]:
     return {
         "conversation": q.conversation,
@@ -360,28 +330,35 @@ def _question_record(q: QuestionResult) -> dict[str, Any]:
         "evidence": q.evidence,
         "scores": {method: {str(b): s for b, s in by_budget.items()} for method, by_budget in q.scores.items()},
         "tokens": {method: {str(b): t for b, t in by_budget.items()} for method, by_budget in q.tokens.items()},
+        "recall_whole_messages_only": {str(b): s for b, s in q.whole.items()},
+        "build_ms": {str(b): round(ms, 2) for b, ms in q.build_ms.items()},
     }
 
 
 def evaluate(
     path: str | Path,
     conversations: int | range | None = None,
-    budgets: Sequence[int] = BUDGETS,
+    budgets: Sequence[int] | None = None,
     settings: Settings | None = None,
     peers: bool = True,
     agent_settings: Mapping[str, Any] | None = None,
     per_question: bool = False,
     progress: Console | None = None,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
-    """Run the evaluation and return the report (scores are fractions 0..1)."""
+    """Run the evaluation and return the report (scores are fractions 0..1). `dataset` is
+    `locomo` or `beam`; by default the file says which."""
     started = time.perf_counter()
     samples = json.loads(Path(path).read_text(encoding="utf-8"))
-    parsed = read_locomo(path)  # same order as the samples
+    kind = DATASETS[dataset] if dataset is not None else detect_dataset(samples)
+    budgets = budgets or kind.budgets
+    parsed = kind.read(Path(path), samples)  # same order as the samples
     indexes = list(range(len(samples)))
     if isinstance(conversations, range):
         indexes = [i for i in conversations if i < len(samples)]
     elif conversations is not None:
         indexes = indexes[:conversations]
+    settings = settings or kind.settings(samples)
     methods = (RECALL, *PEERS) if peers else (RECALL,)
     embedder = default_embedder() if peers else None
     results: list[ConversationResult] = []
@@ -390,7 +367,7 @@ def evaluate(
         with tempfile.TemporaryDirectory(prefix="context-recall-eval-") as workdir:
             results.append(
                 evaluate_conversation(
-                    i, samples[i], parsed[i], Path(workdir), budgets, settings, peers, agent_settings, embedder
+                    i, samples[i], parsed[i], Path(workdir), budgets, settings, peers, agent_settings, embedder, kind
                 )
             )
         if progress is not None:
@@ -401,6 +378,7 @@ def evaluate(
             )
     questions = [q for r in results for q in r.questions]
     report: dict[str, Any] = {
+        "dataset": kind.name,
         "budgets": list(budgets),
         "methods": list(methods),
         "agent_settings": dict(agent_settings or {}),
@@ -408,14 +386,16 @@ def evaluate(
         "sample_ids": [r.sample_id for r in results],
         "questions": len(questions),
         "skipped_without_evidence": sum(r.skipped for r in results),
-        "results": summarise(questions, budgets, methods),
+        "results": summarise(questions, budgets, methods, kind),
+        "recall_whole_messages_only": {"results": _whole_only(questions, budgets, kind)},
         "recall_sections": section_tokens(questions, budgets),
+        "recall_build_ms": build_times(questions, budgets),
     }
-    chosen = {r.conversation for r in results}
-    if all(chosen & set(half) for half in HALVES.values()):
-        report["halves"] = {
-            name: summarise([q for q in questions if q.conversation in half], budgets, methods)
-            for name, half in HALVES.items()
+    halves = {name: [q for q in questions if kind.half(q.conversation, q.sample_id) == name] for name in kind.halves}
+    if all(halves.values()):
+        report["halves"] = {name: summarise(members, budgets, methods, kind) for name, members in halves.items()}
+        report["recall_whole_messages_only"]["halves"] = {
+            name: _whole_only(members, budgets, kind) for name, members in halves.items()
         }
     report.update(
         seconds=round(time.perf_counter() - started, 1),
@@ -428,54 +408,74 @@ def evaluate(
     return report
 
 
-def _category_columns(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(category number, header) for every category in CATEGORY_ORDER, with its question count."""
+def _category_columns(report: Mapping[str, Any], dataset: Dataset) -> list[tuple[str, str]]:
+    """(category key, header) for every category of the dataset, with its question count."""
     first = next(iter(report["results"].values()))
     counts = next(iter(first.values()))["per_category"]
     return [
-        (str(c), f"{CATEGORY_NAMES[c]} ({counts[str(c)]['questions'] if str(c) in counts else 0})")
-        for c in CATEGORY_ORDER
+        (str(c), f"{header} ({counts[str(c)]['questions'] if str(c) in counts else 0})")
+        for c, header in dataset.headers.items()
     ]
 
 
-def _score_table(title: str, by_method: Mapping[str, Any], columns: Sequence[tuple[str, str]], total: int) -> Table:
+def _rows(by_method: Mapping[str, Any], whole: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The table's rows: recall, its whole-messages-only figure, then the peers."""
+    rows = list(by_method.items())
+    return [*rows[:1], (RECALL_WHOLE, whole), *rows[1:]]
+
+
+def _score_table(
+    title: str, rows: Sequence[tuple[str, Mapping[str, Any]]], columns: Sequence[tuple[str, str]], total: int
+) -> Table:
     table = Table(title=title)
     table.add_column("method", no_wrap=True)
     table.add_column(f"all ({total})", justify="right")
     for _, header in columns:
         table.add_column(header, justify="right")
     table.add_column("tokens", justify="right")
-    for method, row in by_method.items():
+    for method, row in rows:
         per_category = row["per_category"]
         cells = [_percent(per_category[c]["score"]) if c in per_category else "-" for c, _ in columns]
-        table.add_row(method, _percent(row["overall"]), *cells, f"{row['tokens']:.0f}")
+        tokens = f"{row['tokens']:.0f}" if "tokens" in row else ""
+        table.add_row(method, _percent(row["overall"]), *cells, tokens, style="dim" if method == RECALL_WHOLE else None)
+    return table
+
+
+def _budget_table(title: str, budgets: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], first: str) -> Table:
+    table = Table(title=title)
+    table.add_column(first)
+    for budget in budgets:
+        table.add_column(f"B={budget}", justify="right")
+    for name, cells in rows:
+        table.add_row(name, *cells)
     return table
 
 
 def print_report(report: Mapping[str, Any], console: Console) -> None:
+    dataset = DATASETS[report.get("dataset", LOCOMO.name)]
     settings = report["agent_settings"]
     tuned = f", agent settings {', '.join(f'{k}={v}' for k, v in settings.items())}" if settings else ""
-    columns = _category_columns(report)
+    columns = _category_columns(report, dataset)
+    whole = report["recall_whole_messages_only"]
     for budget, by_method in report["results"].items():
-        title = f"LoCoMo evidence in context, budget {budget} tokens (%, partial credit){tuned}"
-        console.print(_score_table(title, by_method, columns, report["questions"]))
+        title = f"{dataset.title} evidence in context, budget {budget} tokens (%, partial credit){tuned}"
+        rows = _rows(by_method, whole["results"][budget])
+        console.print(_score_table(title, rows, columns, report["questions"]))
+    if dataset.headers != dataset.categories:
+        console.print("columns: " + ", ".join(f"{h} {c}" for c, h in dataset.headers.items()))
     for half, results in report.get("halves", {}).items():
-        table = Table(title=f"Conversations {half}: evidence in context, all categories (%)")
-        table.add_column("method")
-        for budget in results:
-            table.add_column(f"B={budget}", justify="right")
-        for method in report["methods"]:
-            table.add_row(method, *(_percent(results[b][method]["overall"]) for b in results))
-        console.print(table)
+        overall = {m: [_percent(results[b][m]["overall"]) for b in results] for m in report["methods"]}
+        overall[RECALL_WHOLE] = [_percent(row["overall"]) for row in whole["halves"][half].values()]
+        order = [RECALL, RECALL_WHOLE, *(m for m in report["methods"] if m != RECALL)]
+        title = f"Conversations {half}: evidence in context, all categories (%)"
+        console.print(_budget_table(title, results, [(m, overall[m]) for m in order], "method"))
     sections = report["recall_sections"]
     names = list(dict.fromkeys(name for by_name in sections.values() for name in by_name))
-    table = Table(title="recall's context: mean tokens per section")
-    table.add_column("section")
-    for budget in sections:
-        table.add_column(f"B={budget}", justify="right")
-    for name in names:
-        table.add_row(name, *(f"{sections[b].get(name, 0.0):.0f}" for b in sections))
-    console.print(table)
+    per_section = [(name, [f"{sections[b].get(name, 0.0):.0f}" for b in sections]) for name in names]
+    console.print(_budget_table("recall's context: mean tokens per section", sections, per_section, "section"))
+    build = report["recall_build_ms"]
+    per_percentile = [(p, [f"{build[b][p]:.1f}" if build[b] else "-" for b in build]) for p in ("p50", "p95")]
+    console.print(_budget_table("recall's context build time (ms)", build, per_percentile, "percentile"))
     console.print(
         f"{len(report['conversations'])} conversations ({', '.join(report['sample_ids'])}),"
         f" {report['questions']} questions ({report['skipped_without_evidence']} without evidence left out);"
@@ -486,10 +486,21 @@ def print_report(report: Mapping[str, Any], console: Console) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("locomo_json", type=Path, help="path of locomo10.json")
+    parser.add_argument("dataset_json", type=Path, help="path of locomo10.json or beam_128k.json")
+    parser.add_argument(
+        "--dataset", choices=tuple(DATASETS), default=None, help="the file's dataset (default: read from the file)"
+    )
     parser.add_argument("--conversations", type=int, default=None, help="evaluate only the first N conversations")
-    parser.add_argument("--range", default=None, help="evaluate conversations A to B (0-based, inclusive), e.g. 5-9")
-    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="token budgets, e.g. 2000,4000,8000")
+    parser.add_argument(
+        "--range",
+        default=None,
+        help="evaluate conversations A to B (0-based place in the file, inclusive; BEAM's 0 is conversation 1)",
+    )
+    parser.add_argument(
+        "--budgets",
+        default=None,
+        help=f"token budgets (default {','.join(map(str, BUDGETS))}; BEAM {','.join(map(str, BEAM_BUDGETS))})",
+    )
     parser.add_argument(
         "--peers", action=argparse.BooleanOptionalAction, default=True, help="also run the plain peers (default on)"
     )
@@ -506,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.conversations is not None and args.conversations < 1:
         parser.error("--conversations must be at least 1")
     try:
-        budgets = parse_budgets(args.budgets)
+        budgets = parse_budgets(args.budgets) if args.budgets is not None else None
         agent_settings = dict(parse_setting(text) for text in args.agent_setting)
     except ValueError as exc:
         parser.error(str(exc))
@@ -514,17 +525,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.range is not None:
         chosen = parse_range(args.range)
     report = evaluate(
-        args.locomo_json,
+        args.dataset_json,
         chosen,
         budgets,
         peers=args.peers,
         agent_settings=agent_settings,
         per_question=args.json_questions,
         progress=Console(stderr=True),
+        dataset=args.dataset,
     )
     console = Console()
-    if not console.is_terminal:  # a file or a pipe: wide enough for the tables' seven columns
-        console = Console(width=140)
+    if not console.is_terminal:  # a file or a pipe: wide enough for the tables' columns
+        console = Console(width=160)
     print_report(report, console)
     if args.json_out is not None:
         write_json(args.json_out, report)

@@ -60,9 +60,10 @@ class Settings:
 
     # -- the recalled past (spec §3): passages of the agent's memory a search picks for what it
     # answers; each is also an agent setting (`AgentProfile.recalled_*`), see docs/context.md
-    #: Most tokens of recalled past in a context (0 turns it off); it fills at most what the
-    #: budget leaves after everything else.
-    recalled_max_tokens: int = 6000
+    #: Most tokens of recalled past in a context (0 turns it off). By default no cap but the
+    #: budget: the recalled past competes with the older history by value, and the cutoff and
+    #: the budget end it.
+    recalled_max_tokens: int = 1_000_000
     #: The score-adaptive stop: passages scoring below this fraction of the best one stay out.
     recalled_cutoff: float = 0.002
     #: Most passages (0: as many as fit). Seed 001's "similar past interactions" was 3 ...
@@ -72,11 +73,21 @@ class Settings:
     #: Where passages come from: "world" (every chat the agent heard) or "chat" (this one).
     recalled_scope: str = "world"
     #: A longer message is recalled as an excerpt of about this many tokens around its match.
-    recalled_excerpt_tokens: int = 80
+    recalled_excerpt_tokens: int = 160
     #: A passage shorter than this many tokens brings the turn it answers.
     recalled_neighbour_tokens: int = 12
     #: Weight of the search for the recent conversation against the one for the newest message.
     recalled_recent_weight: float = 0.5
+    # -- how the budget is spent (spec §3): a recent window, then the older history and the
+    # recalled past by one ranking, recency one signal of it (docs/context.md)
+    #: Most messages of the recent window a reply must follow (besides the triggering one) ...
+    recent_window_messages: int = 4
+    #: ... and its share of the budget (the message that does not fit is excerpted).
+    recent_window_share: float = 0.15
+    #: Weight of recency in an older history message's score (its relevance × (1 + weight ×
+    #: recency)), and the messages over which recency halves (0: relevance alone).
+    recency_weight: float = 0.5
+    recency_half_life: float = 4.0
     #: Texts embedded per batch by the background indexer.
     embed_batch: int = 64
     #: The embedding model for semantic search: "minilm" (all-MiniLM-L6-v2, bundled) or "none"

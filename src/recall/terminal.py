@@ -44,8 +44,15 @@ def report_table(ctx: Context) -> Table:
     for item in report.items:
         status = "[green]included[/]" if item.included else "[red]excluded[/]"
         where = (item.section if item.included else item.reason) or ""
-        if item.score and "score" in item.score:  # a ranked fact
-            where += f" · score {item.score['score']:.2f}"
+        if item.included and item.reason:  # why it is in, where that is not its rank (the recent window)
+            where += f" · {item.reason}"
+        score = item.score or {}
+        if "rank" in score:  # a ranked message: its place in the ranking
+            where += f" · rank {score['rank']}"
+        if "score" in score:  # a ranked fact or message
+            where += f" · score {score['score']:.2f}"
+        if score.get("excerpt"):
+            where += " · excerpt"
         label = str(item.id) if item.kind == "message" else f"{item.kind} {item.id}"
         tokens = str(item.tokens) if item.included and item.tokens else ""
         table.add_row(Text(label), Text(item.sender or ""), status, Text(where), tokens)

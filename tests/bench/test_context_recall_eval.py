@@ -21,6 +21,7 @@ RECALL = "recall"
 NEWEST = "newest turns that fit"
 COSINE = "MiniLM int8 cosine"
 BM25 = "bm25s"
+RRF = "MiniLM + stemmed bm25s, RRF"
 
 
 #: Two speakers, two sessions of four turns; Alice (speaker_a) is the agent asked.
@@ -102,7 +103,7 @@ def test_scores_on_a_tiny_conversation(tiny_locomo: Path) -> None:
 
     assert report["questions"] == 3
     assert report["skipped_without_evidence"] == 1
-    assert report["methods"] == [RECALL, NEWEST, COSINE, BM25]
+    assert report["methods"] == [RECALL, NEWEST, COSINE, BM25, RRF]
     results = report["results"][str(BUDGET)]
 
     # The newest turns fill the budget exactly: D2:2-D2:4. Lisbon (D1:3) is not among them, half
@@ -164,6 +165,9 @@ def test_agent_settings_apply_and_the_json_is_written(tiny_locomo: Path, tmp_pat
         "question_seconds",
         "git_revision",
         "per_question",
+        "dataset",
+        "recall_whole_messages_only",
+        "recall_build_ms",
     }
     assert written["budgets"] == [400]
     assert written["methods"] == [RECALL]
@@ -194,3 +198,47 @@ def test_a_run_over_both_halves_summarises_each(tmp_path: Path) -> None:
     # The same conversation twice: each half scores as the whole run does.
     whole = report["results"][str(BUDGET)][RECALL]["overall"]
     assert [half[str(BUDGET)][RECALL]["overall"] for half in report["halves"].values()] == [whole, whole]
+
+
+#: A tiny BEAM-format conversation: a user and an assistant whose replies are long, the answer
+#: to the first question in an early user turn, to the second deep inside a long reply.
+FILLER = "We walked through the options one by one and weighed each of them carefully. "
+TINY_BEAM: dict[str, Any] = {
+    "scale": "100K",
+    "conversation": "1",
+    "turns": [
+        {"id": 0, "role": "user", "at": "2024-03-15T09:00:00Z", "content": "My project database is called heron."},
+        {"id": 1, "role": "assistant", "at": "2024-03-15T09:01:00Z", "content": FILLER * 30},
+        {"id": 2, "role": "user", "at": "2024-03-15T09:02:00Z", "content": "How should I deploy it?"},
+        {
+            "id": 3,
+            "role": "assistant",
+            "at": "2024-03-15T09:03:00Z",
+            "content": FILLER * 20 + "Use blue-green deployments behind the load balancer. " + FILLER * 20,
+        },
+        {"id": 4, "role": "user", "at": "2024-03-15T09:04:00Z", "content": "Thanks, next the frontend."},
+        {"id": 5, "role": "assistant", "at": "2024-03-15T09:05:00Z", "content": FILLER * 30},
+    ],
+    "questions": [
+        {"ability": "information_extraction", "n": 0, "question": "What is my database called?", "evidence": [0]},
+        {"ability": "knowledge_update", "n": 1, "question": "Which deployments did you suggest?", "evidence": [3]},
+        {"ability": "abstention", "n": 2, "question": "What colour is the car?", "evidence": []},
+    ],
+}
+
+
+def test_beam_runs_with_its_peers_and_scores_excerpts_by_their_key_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "tiny_beam.json"
+    path.write_text(json.dumps([TINY_BEAM]), encoding="utf-8")
+    report = context_recall_eval.evaluate(path, budgets=(300, 2000), peers=True, per_question=True)
+    assert report["dataset"] == "beam"
+    assert report["questions"] == 2 and report["skipped_without_evidence"] == 1
+    assert report["methods"] == [RECALL, NEWEST, COSINE, BM25, RRF]
+    by_question = {q["question"]: q for q in report["per_question"]}
+    # At 300 tokens the long reply can only be there as an excerpt: it counts, since the excerpt
+    # holds the sentence the question rests on; counting whole messages only, it does not.
+    deploy = by_question["Which deployments did you suggest?"]
+    assert deploy["scores"][RECALL]["300"] == 1.0
+    assert deploy["recall_whole_messages_only"]["300"] == 0.0
+    assert by_question["What is my database called?"]["scores"][RECALL]["300"] == 1.0
+    assert set(report["recall_build_ms"]) == {"300", "2000"}

@@ -199,7 +199,7 @@ def test_only_what_packing_reaches_is_read() -> None:
     assert len(read) == len(set(read)) and 1 not in read
     included = [i.id for i in recalled.items if i.included]
     assert set(included) <= set(read) and len(read) < 50
-    assert reasons(recalled)[100] == "over-budget"
+    assert reasons(recalled)[100] == "outranked"
     # A clear answer: everything below the cutoff stays unread.
     reads.clear()
     weak = [candidate(i, f"weak {i}", 0.001) for i in range(2, 60)]
@@ -209,13 +209,13 @@ def test_only_what_packing_reaches_is_read() -> None:
 
 
 def test_a_full_budget_stops_after_misses_in_a_row() -> None:
-    """Once FULL_AFTER_MISSES candidates in a row found no room, the rest are over-budget
+    """Once FULL_AFTER_MISSES candidates in a row found no room, the rest are outranked
     unread; a fit in between starts the count again."""
     long = [candidate(i, "invoice " * 60, 0.9 - i / 1000) for i in range(2, 2 + FULL_AFTER_MISSES)]
     short = candidate(50, "paid", 0.5)
     recalled = pack(candidate(1, "the invoice was paid", 0.95), *long, short, room=60, excerpt_tokens=10_000)
-    assert reasons(recalled)[50] == "over-budget"
-    assert f"{FULL_AFTER_MISSES} passages in a row did not fit" in " ".join(recalled.notes)
+    assert reasons(recalled)[50] == "outranked"
+    assert f"{FULL_AFTER_MISSES} candidates in a row did not fit" in " ".join(recalled.notes)
     # One miss fewer: the short passage is still tried, and fits.
     recalled = pack(candidate(1, "the invoice was paid", 0.95), *long[1:], short, room=60, excerpt_tokens=10_000)
     assert reasons(recalled)[50] is None
@@ -225,3 +225,13 @@ def test_a_passage_deleted_since_it_was_ranked_is_skipped() -> None:
     first, gone = candidate(1, "still here", 0.9), candidate(2, "deleted meanwhile", 0.8)
     recalled = pack(first, gone._replace(passage=None), candidate(3, "also here", 0.7))  # type: ignore[arg-type]
     assert reasons(recalled) == {1: None, 3: None}
+
+
+def test_a_match_by_meaning_alone_is_not_cut_by_score() -> None:
+    """A passage sharing no word with the question scores low in a ranking that weighs words;
+    one nearly as similar (cosine) as the most similar candidate is kept whatever its score."""
+    words_match = candidate(1, "the invoice number", 0.9, similarity=0.5)
+    meaning = candidate(2, "I only drink green tea", 0.001, similarity=0.62)
+    weak = candidate(3, "unrelated chatter", 0.001, similarity=0.3)
+    recalled = pack(words_match, meaning, weak)
+    assert reasons(recalled) == {1: None, 2: None, 3: "below-cutoff"}

@@ -29,9 +29,9 @@ def test_rest_search_scores_and_min_score(client: httpx.Client) -> None:
     every = client.post("/v1/worlds/w/search", json={"query": CLEAR}).json()["results"]
     assert every[0]["text"].endswith(ANSWER) and len(every) >= 2
     assert all(0 <= hit["score"] <= 1 for hit in every)
-    strong = client.post("/v1/worlds/w/search", json={"query": CLEAR, "min_score": 0.5}).json()["results"]
+    strong = client.post("/v1/worlds/w/search", json={"query": CLEAR, "min_score": 0.7}).json()["results"]
     assert [hit["text"] for hit in strong] == [every[0]["text"]]
-    mine = client.post("/v1/worlds/w/agents/agent-a/search", json={"query": CLEAR, "min_score": 0.5})
+    mine = client.post("/v1/worlds/w/agents/agent-a/search", json={"query": CLEAR, "min_score": 0.7})
     assert [hit["text"] for hit in mine.json()["results"]] == [every[0]["text"]]
     refused = client.post("/v1/worlds/w/search", json={"query": CLEAR, "min_score": 1.5})
     assert refused.status_code == 422 and "min_score" in refused.text
@@ -47,7 +47,7 @@ async def test_mcp_search_takes_min_score(tmp_path: Path) -> None:
         async with Client(server) as client:
             every = ok(await client.call_tool("search", {"query": CLEAR}))["results"]
             assert len(every) >= 2 and all(0 <= hit["score"] <= 1 for hit in every)
-            strong = ok(await client.call_tool("search", {"query": CLEAR, "min_score": 0.5}))["results"]
+            strong = ok(await client.call_tool("search", {"query": CLEAR, "min_score": 0.7}))["results"]
             assert [hit["text"] for hit in strong] == [every[0]["text"]] and every[0]["text"].endswith(ANSWER)
             refused = await client.call_tool("search", {"query": CLEAR, "min_score": -1})
             assert refused.is_error and "min_score" in text(refused)

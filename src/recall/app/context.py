@@ -34,6 +34,7 @@ from recall.core.recalled import SECTION as RECALLED
 from recall.core.recalled import Passage, RecallCandidate, RecallRequest, RecallSettings
 from recall.core.routing import MENTION
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
+from recall.core.window import WindowSettings
 from recall.errors import BudgetExceededError
 from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
@@ -50,7 +51,9 @@ RECENT_SCAN = 60
 #: within these bounds (LoCoMo's evidence lies up to a few hundred turns deep).
 RECALLED_TOKENS_PER_CANDIDATE = 25
 RECALLED_MIN_CANDIDATES = 20
-RECALLED_MAX_CANDIDATES = 300
+RECALLED_MAX_CANDIDATES = 600
+#: ... and at least one per this many messages the agent heard.
+RECALLED_HEARD_PER_CANDIDATE = 8
 #: Turns before the incoming messages that the second search of the recalled past reads, when
 #: the newest message has fewer than FOLLOW_UP_TERMS words that are not stop words.
 RECENT_QUERY_TURNS = 3
@@ -143,10 +146,11 @@ class Contexts:
             summarizer=summarizer if summarizer is not None else self.summarizer,
             compress_above=self.settings.compress_above,
             compress_keep_recent=self.settings.compress_keep_recent,
+            window=self.window_settings(),
         )
         scan = scan_memory(request)
         settings = self.recall_settings(agent, recalled_max_tokens)
-        recalled = self._recall_request(world, agent, chat, scan, recent, settings)
+        recalled = self._recall_request(world, agent, chat, scan, recent, settings, budget, sum(counts.values()))
         built = build_context(replace(request, recalled=recalled), scan)
         explicit = {
             name: value
@@ -172,6 +176,7 @@ class Contexts:
             "caller_blocks": [block.section for block in blocks],
             "observation": observation is not None,
             **{f"recalled_{name}": value for name, value in vars(settings).items()},  # flat: no deep copy
+            **{f"window_{name}": value for name, value in vars(request.window).items()},
         }
         params = BuildParams(world.key, world.tenant, message_id, model, explicit, shaped)
         return replace(built, params=params)
@@ -206,6 +211,11 @@ class Contexts:
         passages = tuple(i for i in built.report.items if i.section == RECALLED and i.included)
         return RecalledPast(block.content if block else None, block.tokens if block else 0, passages)
 
+    def window_settings(self) -> WindowSettings:
+        """The recent window and the weight of recency (spec §3's budget)."""
+        d = self.settings
+        return WindowSettings(d.recent_window_messages, d.recent_window_share, d.recency_weight, d.recency_half_life)
+
     def recall_settings(self, agent: AgentProfile, max_tokens: int | None = None) -> RecallSettings:
         """The agent's recalled-past settings: its own, else the defaults; `max_tokens` for one call."""
         d = self.settings
@@ -234,6 +244,8 @@ class Contexts:
         scan: Scan,
         recent: Sequence[Message],
         settings: RecallSettings,
+        budget: int,
+        heard_count: int,
     ) -> RecallRequest | None:
         """The recalled past's candidates: a hybrid search for the newest incoming message, and
         one for the incoming before it and the recent conversation (its scores weighed down),
@@ -263,7 +275,12 @@ class Contexts:
         queries = [(q, w) for q, w in ((newest, 1.0), (context, recent_weight)) if q and w > 0]
         if not queries:
             return RecallRequest((), settings, notes=("no recalled past: nothing to search for",))
-        wanted = settings.max_tokens // RECALLED_TOKENS_PER_CANDIDATE
+        # The pool grows with what the budget may hold and with what the agent heard (evidence
+        # deep in a long history must still be a candidate), within bounded work.
+        wanted = max(
+            min(settings.max_tokens, budget) // RECALLED_TOKENS_PER_CANDIDATE,
+            heard_count // RECALLED_HEARD_PER_CANDIDATE,
+        )
         k = max(RECALLED_MIN_CANDIDATES, min(RECALLED_MAX_CANDIDATES, wanted))
         if settings.limit:
             k = min(k, settings.limit + len(shown) + RECALLED_MIN_CANDIDATES)
@@ -297,7 +314,10 @@ class Contexts:
             )
             for rank, (source, (score, hit)) in enumerate(((s, v) for s, v in ranked if s in heard), 1)
         ]
-        terms = frozenset(words(" ".join(q for q, _ in queries)))
+        # A long message's relevant part is where the question's own words are, not the words
+        # of the recent turns a follow-up also searched for (its stop words kept: measured on
+        # BEAM 1-4, they find the sentence a question rests on more often than without).
+        terms = frozenset(words(newest or context))
         return RecallRequest(tuple(candidates), settings, self._passages(world, agent, settings), terms, words)
 
     def _passages(

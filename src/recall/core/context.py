@@ -27,6 +27,7 @@ from recall.core.models import Message
 from recall.core.recalled import pack_recalled
 from recall.core.routing import context_verdict, is_own
 from recall.core.tokens import REPLY_PRIMING
+from recall.core.window import Cutter, history_candidates, recent_window
 from recall.errors import BudgetExceededError, InvalidInputError
 
 
@@ -182,7 +183,15 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
 
     earlier_incoming = incoming_all[:-1]
     notes: list[str] = []
-    if fixed + sum(m.tokens for m in earlier_incoming) <= req.max_tokens:
+    reported: set[int] = set()
+    spent = None
+    if req.recalled is not None and req.window is not None and req.summarizer is None:
+        spent = _spend_by_value(req, scan, fixed, earlier_incoming, history_all, originals)
+    if spent is not None:
+        blocks, items, body, notes, reported = spent
+        body = [*body, *trigger]
+        dropped: list[ReportItem] = []
+    elif fixed + sum(m.tokens for m in earlier_incoming) <= req.max_tokens:
         # Everything new fits: it all stays incoming; blocks, then the history, take the rest.
         blocks, items, used = _fit_blocks(req, fixed + sum(m.tokens for m in earlier_incoming))
         history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
@@ -200,26 +209,21 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
             f"{len(earlier_incoming) - shown} older new messages did not fit the budget as incoming "
             "and were treated as history"
         )
-    if req.recalled is not None:
+    if req.recalled is not None and spent is None:
         room = req.max_tokens - REPLY_PRIMING - sum(m.tokens for m in (*system, *blocks, *body))
         visible = {m.source_id for m in body if m.source_id is not None} | {m.id for m in scan.incoming}
         # What the filter left out of the recent conversation stays out (its reason carries over).
         # A compressed message is in the summary: it is not repeated either.
-        hidden = {
-            int(i.id): str(i.reason) for i in (*scan.items, *dropped) if isinstance(i.id, int) and i.reason in _HIDDEN
-        }
+        hidden = _hidden([*scan.items, *dropped])
         recalled = pack_recalled(req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id)
-        if recalled.message is not None:
-            # After the facts and long-term memories, before the caller's blocks and observations.
-            at = sum(1 for b in blocks if b.section in ("memory", "long_term"))
-            blocks.insert(at, recalled.message)
+        _insert_recalled(blocks, recalled.message)
         items.extend(recalled.items)
         notes.extend(recalled.notes)
     messages = (*system, *blocks, *body)
 
     kept_ids = {m.source_id for m in messages if m.source_id is not None}
     for m in (*history_all, *incoming_all):
-        if m.source_id in kept_ids:
+        if m.source_id in kept_ids and m.source_id not in reported:
             source = originals[m.source_id]
             items.append(
                 ReportItem("message", source.id, True, m.section, None, m.tokens, source.sender, source.chat_id)
@@ -257,6 +261,95 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         notes=tuple(notes),
     )
     return Context(messages, report)
+
+
+def _hidden(items: Sequence[ReportItem]) -> dict[int, str]:
+    """What the filter left out of the recent conversation stays out of the recalled past too,
+    its reason carried over. A compressed message is in the summary: it is not repeated either."""
+    return {int(i.id): str(i.reason) for i in items if isinstance(i.id, int) and i.reason in _HIDDEN}
+
+
+def _insert_recalled(blocks: list[ContextMessage], recalled: ContextMessage | None) -> None:
+    """The recalled past goes after the facts and long-term memories, before the caller's
+    blocks and observations."""
+    if recalled is not None:
+        blocks.insert(sum(1 for b in blocks if b.section in ("memory", "long_term")), recalled)
+
+
+def _addresses(agent_id: str, message: Message) -> bool:
+    """Whether a message mentions the agent: an unanswered mention stays visible (spec §3)."""
+    return agent_id.lower() in (m.lower() for m in message.mentions)
+
+
+def _spend_by_value(
+    req: ContextRequest,
+    scan: Scan,
+    fixed: int,
+    earlier_incoming: list[ContextMessage],
+    history_all: list[ContextMessage],
+    originals: dict[int, Message],
+) -> tuple[list[ContextMessage], list[ReportItem], list[ContextMessage], list[str], set[int]] | None:
+    """The budget spent by value (spec §3): the new messages that mention the agent, a recent
+    window, the blocks, then older history and the recalled past by one ranking. Returns the
+    blocks, the report items so far, the body without the trigger, notes and the ids already
+    reported; None when the mentions alone do not fit (the caller treats the older new
+    messages as history)."""
+    assert req.recalled is not None and req.window is not None
+    mentions = [
+        m for m in earlier_incoming if m.source_id is not None and _addresses(req.agent.id, originals[m.source_id])
+    ]
+    taken = fixed + sum(m.tokens for m in mentions)
+    if taken > req.max_tokens:
+        return None
+    conversation = sorted(
+        (m for m in (*history_all, *earlier_incoming) if m not in mentions), key=lambda m: m.source_id or 0
+    )
+    cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals)
+    room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
+    window, older = recent_window(conversation, req.window, room, cutter)
+    taken += sum(m.tokens for m in window)
+    blocks, items, used = _fit_blocks(req, taken)
+    pool = history_candidates(
+        conversation[:older],
+        req.recalled.candidates,
+        originals,
+        req.window,
+        cutter,
+        req.recalled.settings.excerpt_tokens,
+    )
+    shown = {m.source_id for m in (*mentions, *window)} | {m.id for m in scan.incoming[-1:]}
+    recalled = pack_recalled(
+        req.recalled,
+        req.max_tokens - used,
+        {i for i in shown if i is not None},
+        req.counter,
+        req.chat_id,
+        _hidden(scan.items),
+        req.trigger_id,
+        pool,
+    )
+    _insert_recalled(blocks, recalled.message)
+    for m in window:
+        source = originals[m.source_id] if m.source_id is not None else None
+        if source is not None:
+            score = {"excerpt": True} if m.content != source.content else None
+            items.append(
+                ReportItem(
+                    "message",
+                    source.id,
+                    True,
+                    m.section,
+                    "in-recent-window",
+                    m.tokens,
+                    source.sender,
+                    source.chat_id,
+                    score,
+                )
+            )
+    items.extend(recalled.items)
+    body = sorted([*mentions, *window, *recalled.history], key=lambda m: m.source_id or 0)
+    reported = {m.source_id for m in (*window, *recalled.history) if m.source_id is not None}
+    return blocks, items, body, list(recalled.notes), reported
 
 
 def _section_names(blocks: Sequence[ContextBlock]) -> list[str]:

@@ -13,6 +13,7 @@ from recall.core.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from recall.core.recalled import RecallRequest
+    from recall.core.window import WindowSettings
 
 SUMMARY_HEADER = "Previous conversation summary:\n"
 
@@ -64,7 +65,8 @@ class ContextMessage:
 
 @dataclass(frozen=True)
 class ReportItem:
-    """One candidate message or block: where it went, or why it was left out."""
+    """One candidate message or block: where it went, or why it was left out. An included item's
+    `reason` says why it is in when not by its rank (`in-recent-window`)."""
 
     kind: str
     id: int | str | None
@@ -115,6 +117,8 @@ class ReportItem:
         if self.included:
             d["section"] = self.section
             d["tokens"] = self.tokens
+            if self.reason is not None:  # why it is in, when not by its rank (`in-recent-window`)
+                d["reason"] = self.reason
         else:
             if self.section is not None:  # a candidate of a block or of the recalled past
                 d["section"] = self.section
@@ -195,8 +199,11 @@ class ContextRequest:
     summarizer: Summarizer | None = None
     compress_above: int = 20
     compress_keep_recent: int = 5
-    #: The recalled past's candidates and settings: packed into what the budget leaves.
+    #: The recalled past's candidates and settings. With `window` too, the budget is spent by
+    #: value: a recent window, then the older history and the recalled past by one ranking;
+    #: without (or with a summarizer), the history first and the recalled past in what is left.
     recalled: RecallRequest | None = None
+    window: WindowSettings | None = None
 
 
 @dataclass(frozen=True)

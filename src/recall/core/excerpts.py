@@ -12,12 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from recall.core.tokens import TokenCounter
 
 #: Where a sentence ends: after . ! ? or a line break (abbreviations split too; harmless here).
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 ELLIPSIS = "…"
+#: Characters of a message an excerpt reads at most: the work of a build is bounded whatever
+#: a stored message's length (a pasted log of 350,000 characters is excerpted from its start).
+MAX_SCAN_CHARS = 40_000
+#: Fewer characters than this per token are assumed of a text too long to count whole.
+CHARS_PER_TOKEN_BOUND = 12
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,15 @@ def sentences(text: str) -> list[str]:
     return [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+@lru_cache(maxsize=1024)
+def _analysed(text: str, words: Callable[[str], list[str]]) -> tuple[list[str], list[frozenset[str]]]:
+    """A text's sentences and each one's words (normalised by `words`), remembered: the same
+    long replies are excerpted in context after context, and normalising their words (a
+    stemmer) costs more than anything else in an excerpt."""
+    parts = sentences(text)
+    return parts, [frozenset(words(s)) for s in parts]
+
+
 def excerpt(
     text: str,
     terms: Collection[str],
@@ -42,44 +57,57 @@ def excerpt(
     """`text` cut to about `max_tokens` tokens around its sentences that hold most of `terms`
     (each sentence's words normalised by `words`); the whole text when it fits. A message with
     no matching sentence (a match by meaning, not by word) keeps its opening sentences."""
-    whole = " ".join(text.split())
-    if counter.count(whole) <= max_tokens:
-        return Excerpt(whole, False)
-    parts = sentences(text)
-    sizes = [counter.count(s) for s in parts]
-    hits = [sum(1 for w in set(words(s)) if w in terms) for s in parts]
+    if len(text) <= max_tokens * CHARS_PER_TOKEN_BOUND:
+        whole = " ".join(text.split())
+        if counter.count(whole) <= max_tokens:
+            return Excerpt(whole, False)
+    parts, said = _analysed(text[:MAX_SCAN_CHARS], words)
+    measured: dict[int, int] = {}
+
+    def size(i: int) -> int:
+        if i not in measured:
+            measured[i] = counter.count(parts[i])
+        return measured[i]
+
+    wanted = terms if isinstance(terms, (set, frozenset)) else frozenset(terms)
+    hits = [len(found & wanted) for found in said] if wanted else [0] * len(parts)
     best = max(range(len(parts)), key=lambda i: (hits[i], -i)) if parts else 0
     keep = {best}
-    used = sizes[best] if parts else 0
+    used = size(best) if parts else 0
     # Grow around the best sentence: the better-matching side first, the following one on ties.
     low, high = best - 1, best + 1
     while low >= 0 or high < len(parts):
         after = high < len(parts) and (low < 0 or hits[high] >= hits[low])
         pick = high if after else low
-        if used + sizes[pick] > max_tokens:
+        if used + size(pick) > max_tokens:
             break
         keep.add(pick)
-        used += sizes[pick]
+        used += size(pick)
         if after:
             high += 1
         else:
             low -= 1
-    if not parts or (len(keep) == 1 and sizes[best] > max_tokens):
-        return Excerpt(_clip(parts[best] if parts else whole, counter, max_tokens), True)
+    if not parts or (len(keep) == 1 and size(best) > max_tokens):
+        opening = parts[best] if parts else " ".join(text[:MAX_SCAN_CHARS].split())
+        return Excerpt(_clip(opening, counter, max_tokens), True)
     chosen = sorted(keep)
     out = " ".join(parts[i] for i in chosen)
     if chosen[0] > 0:
         out = f"{ELLIPSIS} {out}"
-    if chosen[-1] < len(parts) - 1:
+    if chosen[-1] < len(parts) - 1 or len(text) > MAX_SCAN_CHARS:
         out = f"{out} {ELLIPSIS}"
     return Excerpt(out, True)
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:
-    """One sentence longer than the excerpt itself: its first `max_tokens` tokens' words."""
-    kept: list[str] = []
-    for word in sentence.split():
-        if counter.count(" ".join([*kept, word])) > max_tokens:
-            break
-        kept.append(word)
-    return f"{' '.join(kept)} {ELLIPSIS}"
+    """One sentence longer than the excerpt itself: its first words that fit in `max_tokens`
+    tokens (found by halving, so a sentence of thousands of words costs a few counts)."""
+    found = sentence.split()
+    low, high = 0, min(len(found), max_tokens)  # a word is at least one token
+    while low < high:
+        middle = (low + high + 1) // 2
+        if counter.count(" ".join(found[:middle])) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return f"{' '.join(found[:low])} {ELLIPSIS}"

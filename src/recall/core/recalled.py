@@ -1,14 +1,20 @@
 """The recalled past (spec §3): passages of an agent's own memory that a search ranked as
-relevant to what it is answering, packed into what the budget leaves.
+relevant to what it is answering, packed into the budget by value together with the older
+history of the chat (the pool: everything but the recent window).
 
 Pure: the app layer searches (only among messages the agent heard) and hands over the ranked
-candidates with their stored messages; this module decides, within a number of tokens, which go
-in and why the others do not, and renders them as one system message:
+candidates with their stored messages, and the context builder the history beyond its recent
+window, each message scored by the same search and by how recent it is; this module takes the
+pool best first within a number of tokens, says why the rest stay out, and renders the
+recalled passages as one system message:
 
-- candidates are taken best first; one the history or the incoming part already shows is
-  left out (`in-history`), one scoring below `cutoff` × the best score is left out
+- candidates are taken best first, history and recalled passages alike; a history message is
+  shown in the history (chat order), whole or, when long, as an excerpt grown back to whole
+  where room is left; a passage the history or the incoming part already shows is left out
+  (`in-history`), one scoring below `cutoff` × the best score is left out
   (`below-cutoff`, the score-adaptive stop: a clear answer costs few tokens, a vague question
-  goes broad), one that no longer fits is left out (`over-budget`), and past `limit` passages
+  goes broad), one that no longer fits is left out (`outranked` when better-ranked ones took
+  the room, `over-budget` when it never fitted), and past `limit` passages
   the rest are `over-depth`;
 - a long message becomes an excerpt (the sentences around its match, marked `(excerpt)`), so
   one long reply does not crowd out three short answers;
@@ -23,21 +29,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from recall.core.context_records import ContextMessage, ReportItem
-from recall.core.escaping import escape
-from recall.core.excerpts import excerpt
-from recall.core.models import Message, with_caption
+from recall.core.models import Message
+from recall.core.recalled_lines import HEADER, Lines, Turn, render
 from recall.core.tokens import TokenCounter
 
 SECTION = "recalled"
 #: The fewest tokens a rendered turn takes (`speaker: x` and its line break).
 MIN_LINE_TOKENS = 4
-#: The first line of the block (seed 001's wording).
-HEADER = "Similar past interactions that may be relevant:"
 #: Packing reads the passages of about one candidate per this many tokens of room left (a
 #: passage with its neighbour and date line takes ~30-45 on LoCoMo and the context bench), and
 #: at least READ_AHEAD_MIN at a time.
@@ -46,6 +47,9 @@ READ_AHEAD_MIN = 16
 #: After this many candidates in a row found no room, the budget counts as full: the rest are
 #: `over-budget` unread, not each read and measured against the last few tokens.
 FULL_AFTER_MISSES = 4
+#: A candidate at least this fraction as similar (cosine) as the most similar one is kept
+#: whatever its score (the cutoff must not drop a match by meaning alone).
+MEANING_KEPT = 0.9
 
 
 @dataclass(frozen=True)
@@ -118,94 +122,36 @@ class RecallRequest:
     notes: tuple[str, ...] = ()
 
 
-class _Turn(NamedTuple):
-    """One rendered line: a passage or the turn it needs, under its `[date(, chat)]` label;
-    its tokens with the line break after it."""
+class HistoryCandidate(NamedTuple):
+    """A message of the chat's history beyond the recent window, competing for the budget with
+    the recalled past: `whole` as the history shows it; `cut` makes its excerpt (None: short
+    enough, or not to be cut, such as a tool call); its score in the pool (`relevance`, the
+    search's, where the search ranked it, plus `recency`)."""
 
-    message: Message
-    text: str
-    excerpt: bool
-    tokens: int
-    label: str
-    neighbour_of: int | None = None
+    whole: ContextMessage
+    sender: str
+    chat_id: str | None
+    score: float
+    relevance: float | None
+    recency: float
+    cut: Callable[[], ContextMessage] | None = None
+
+    def scores(self, rank: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": rank, "score": round(self.score, 6), "recency": round(self.recency, 4)}
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 6)
+        return out
 
 
 @dataclass
 class Recalled:
-    """The packed block (None: nothing went in) and a report item per candidate."""
+    """The packed block (None: nothing went in), the history messages the pool chose (whole or
+    excerpted, in pick order), and a report item per candidate."""
 
     message: ContextMessage | None
     items: list[ReportItem]
     notes: list[str]
-
-
-def _group(message: Message, chat_id: str | None) -> str:
-    """The `[date]` line a turn is rendered under (the chat too, when not the context's)."""
-    day = message.created_at.astimezone(UTC).date()
-    return _label(day, None if message.chat_id == chat_id else (message.chat_id or "(default)"))
-
-
-@lru_cache(maxsize=4096)
-def _label(day: date, other_chat: str | None) -> str:
-    label = f"{day:%Y-%m-%d}, {day:%A}"
-    if other_chat is not None:
-        label += f", chat {escape(other_chat)}"
-    return f"[{label}]"
-
-
-def _line(turn: _Turn) -> str:
-    who = f"{turn.message.sender} (excerpt)" if turn.excerpt else turn.message.sender
-    return f"{who}: {turn.text}"
-
-
-def _render(turns: Sequence[_Turn], chat_id: str | None) -> list[str]:
-    """The block's lines: a `[date(, chat)]` line once per group, the groups in the order of
-    their oldest turn, each group's turns oldest first (the packing counted each label once)."""
-    groups: dict[str, list[_Turn]] = {}
-    for turn in sorted(turns, key=lambda t: (t.message.created_at, t.message.id)):
-        groups.setdefault(turn.label, []).append(turn)
-    lines = [HEADER]
-    for label, members in groups.items():
-        lines.append(label)
-        lines.extend(_line(turn) for turn in members)
-    return lines
-
-
-class _Lines:
-    """Renders and counts the turns of one packing, each with the line break after it (as
-    `TokenCounter.count_lines` adds the block up; each speaker's `name:` counted once)."""
-
-    def __init__(self, req: RecallRequest, counter: TokenCounter, chat_id: str | None) -> None:
-        self.req = req
-        self.counter = counter
-        self.chat_id = chat_id
-        self._speakers: dict[str, int] = {}
-
-    def turn(self, message: Message, neighbour_of: int | None = None) -> _Turn:
-        # Captions of shared images are part of what was said (as the search indexes them).
-        text = with_caption(message.content, message.metadata)
-        # Most messages are short: their whole line is counted once, and only a longer one is cut.
-        whole = escape(" ".join(text.split()))
-        tokens = self.counter.count(f"{message.sender}: {whole}\n")
-        label = _group(message, self.chat_id)
-        if tokens - self._speaker(message.sender) - 1 <= self.req.settings.excerpt_tokens:
-            return _Turn(message, whole, False, tokens, label, neighbour_of)
-        cut = excerpt(text, self.req.terms, self.req.words, self.counter, self.req.settings.excerpt_tokens)
-        turn = _Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of)
-        return turn._replace(tokens=self.counter.count(f"{_line(turn)}\n"))
-
-    def shorter_than(self, turn: _Turn, tokens: int) -> bool:
-        """Whether the turn's line, without its line break, has fewer than `tokens` tokens (its
-        count with the break is one more, or the same where the break joins a final `.`)."""
-        if turn.tokens != tokens:
-            return turn.tokens < tokens
-        return self.counter.count(_line(turn)) < tokens
-
-    def _speaker(self, sender: str) -> int:
-        found = self._speakers.get(sender)
-        if found is None:
-            found = self._speakers[sender] = self.counter.count(f"{sender}:")
-        return found
+    history: list[ContextMessage] = field(default_factory=list)
 
 
 class _Passages:
@@ -229,6 +175,16 @@ class _Passages:
         return self._found[wanted]
 
 
+def _pool_order(req: RecallRequest, history: Sequence[HistoryCandidate]) -> list[tuple[bool, int]]:
+    """The pool best first: (is a history message, its index), by score; ties keep the
+    search's order, history first and its newest first (when the search ranked none of them,
+    spare room goes to the newest history)."""
+    entries = [(-c.score, 1, at) for at, c in enumerate(req.candidates)]
+    entries += [(-h.score, 0, -at) for at, h in enumerate(history)]
+    entries.sort()
+    return [(kind == 0, abs(at)) for _, kind, at in entries]
+
+
 def pack_recalled(
     req: RecallRequest,
     room: int,
@@ -237,45 +193,81 @@ def pack_recalled(
     chat_id: str | None,
     hidden: Mapping[int, str] | None = None,
     newest: int | None = None,
+    history: Sequence[HistoryCandidate] = (),
 ) -> Recalled:
-    """Pack the candidates into at most `room` tokens (the whole system message counted),
-    leaving out what `shown` (the history and incoming ids) already holds, what the context
-    filter left out of the recent conversation (`hidden`: id → its reason, e.g. `not-addressed`:
-    the recalled past reaches beyond the recent window, it does not undo the filter inside it),
-    and, when the context answers a given message, anything newer (`after-trigger`)."""
+    """Pack the pool into at most `room` tokens (the recalled block's whole system message
+    counted; the recalled past itself at most `max_tokens`): the candidates and the `history`
+    beyond the recent window, best first. A candidate is left out when `shown` (the ids the
+    recent window, the incoming part and `history` show) holds it, when the context filter left
+    it out of the recent conversation (`hidden`: id → its reason, e.g. `not-addressed`: the
+    recalled past reaches beyond the recent conversation, it does not undo the filter inside
+    it), and, when the context answers a given message, when it is newer (`after-trigger`)."""
     hidden = hidden or {}
     s = req.settings
     items: list[ReportItem] = []
+    history_items: list[ReportItem] = []
     notes = list(req.notes)
-    room = min(room, s.max_tokens)
+    cap = min(room, s.max_tokens)
     best = max((c.score for c in req.candidates), default=0.0)
     floor = s.cutoff * best
-    # The message's own overhead and the header, then a [date] line per new group; each line
-    # with its line break.
-    overhead = counter.message("system", "")
-    used = overhead + counter.count(f"{HEADER}\n")
+    # A passage that matches by meaning alone (no word in common) scores low in a ranking that
+    # weighs words: one nearly as similar as the most similar candidate is never cut by score.
+    near = MEANING_KEPT * max((c.similarity or 0.0 for c in req.candidates), default=0.0)
+    # The block's own overhead and header (paid with its first passage), then a [date] line per
+    # new group; each line with its line break.
+    overhead = counter.message("system", "") + counter.count(f"{HEADER}\n")
+    used = recalled_used = 0
     groups: set[str] = set()
-    turns: list[_Turn] = []
+    turns: list[Turn] = []
     taken: set[int] = set()
-    picked: list[tuple[RecallCandidate, list[_Turn]]] = []
-    render = _Lines(req, counter, chat_id)
+    picked: list[tuple[RecallCandidate, list[Turn]]] = []
+    chosen: list[tuple[HistoryCandidate, ContextMessage, dict[str, Any]]] = []
+    render_lines = Lines(counter, chat_id, req.terms, req.words, s.excerpt_tokens)
+    in_pool = {h.whole.source_id for h in history}
 
     def out(c: RecallCandidate, reason: str) -> None:
         items.append(ReportItem("message", c.id, False, SECTION, reason, 0, c.sender, c.chat_id, c.scores()))
 
     def left_out(c: RecallCandidate) -> str | None:
         """Why a candidate is out before its passage is read, if it is."""
-        if c.id in shown:
+        if c.id in shown or c.id in in_pool:
             return "in-history"
         if c.id in hidden or (newest is not None and c.id > newest):
             return hidden.get(c.id, "after-trigger")
-        if c.score < floor or (s.min_similarity > 0 and (c.similarity or 0.0) < s.min_similarity):
+        if s.min_similarity > 0 and (c.similarity or 0.0) < s.min_similarity:
+            return "below-cutoff"
+        if c.score < floor and (near <= 0 or (c.similarity or 0.0) < near):
             return "below-cutoff"
         return None
 
+    def no_room() -> str:
+        return "outranked" if chosen or picked else "over-budget"
+
     passages = _Passages(req, lambda n: n.id not in taken and left_out(n) is None)
     misses, full_note = 0, ""
-    for at, c in enumerate(req.candidates):
+    for place, (is_history, at) in enumerate(_pool_order(req, history), 1):
+        if is_history:
+            h = history[at]
+            rank_scores = h.scores(place)
+            message = h.whole
+            if h.cut is not None:
+                message = h.cut()
+                if message is not h.whole:
+                    rank_scores["excerpt"] = True
+            if misses < FULL_AFTER_MISSES and used + message.tokens <= room:
+                used += message.tokens
+                misses = 0
+                chosen.append((h, message, rank_scores))
+            else:
+                misses += 1
+                rank_scores.pop("excerpt", None)
+                source = h.whole.source_id
+                section = h.whole.section
+                history_items.append(
+                    ReportItem("message", source, False, section, no_room(), 0, h.sender, h.chat_id, rank_scores)
+                )
+            continue
+        c = req.candidates[at]
         if c.id in taken:  # already in, as the turn another passage needed
             continue
         reason = left_out(c)
@@ -285,60 +277,98 @@ def pack_recalled(
         if s.limit and len(picked) >= s.limit:
             out(c, "over-depth")
             continue
-        if room - used < MIN_LINE_TOKENS or misses >= FULL_AFTER_MISSES:  # full: the rest stay unread
+        left = min(room - used, cap - recalled_used)
+        # Out of room: the context's (better-ranked ones took it), or the recalled past's cap.
+        why = no_room() if room - used <= cap - recalled_used else "over-budget"
+        if left < MIN_LINE_TOKENS or misses >= FULL_AFTER_MISSES:  # full: the rest stay unread
             if misses >= FULL_AFTER_MISSES and not full_note:
-                full_note = f"recalled past full: {misses} passages in a row did not fit, the rest were not read"
-            out(c, "over-budget")
+                full_note = f"context full: {misses} candidates in a row did not fit, the rest were not read"
+            out(c, why)
             continue
-        read = passages.at(at, room - used)
+        read = passages.at(at, left)
         if read is None:  # deleted since it was ranked
             continue
-        lines = [render.turn(read.message)]
+        lines = [render_lines.turn(read.message)]
         before = read.before
         if (
             before is not None
-            and render.shorter_than(lines[0], s.neighbour_tokens)
+            and render_lines.shorter_than(lines[0], s.neighbour_tokens)
             and before.id not in shown
+            and before.id not in in_pool
             and before.id not in taken
             and before.id not in hidden
         ):
-            lines.insert(0, render.turn(before, neighbour_of=c.id))
-        cost = 0
+            lines.insert(0, render_lines.turn(before, neighbour_of=c.id))
+        cost = 0 if turns else overhead
         new_groups: list[str] = []
         for line in lines:
             cost += line.tokens
             if line.label not in groups and line.label not in new_groups:
                 new_groups.append(line.label)
                 cost += counter.count(f"{line.label}\n")
-        if used + cost > room:
-            out(c, "over-budget")
+        if cost > left:
+            out(c, no_room() if cost > room - used else "over-budget")
             misses += 1
             continue
         misses = 0
         used += cost
+        recalled_used += cost
         groups.update(new_groups)
         turns.extend(lines)
         for line in lines:
             taken.add(line.message.id)
         picked.append((c, lines))
 
+    history_used = used - recalled_used
+    block, included = _block(turns, picked, items, counter, min(cap, room - history_used), chat_id)
+    # Room left over shows the chosen history's excerpts whole again, best first.
+    left = room - history_used - (block.tokens if block is not None else 0)
+    for h, message, scores in chosen:
+        grown = h.whole.tokens - message.tokens
+        if message is not h.whole and grown <= left:
+            left -= grown
+            scores.pop("excerpt")
+    kept: list[ContextMessage] = []
+    for h, message, scores in chosen:
+        shown_as = message if scores.get("excerpt") else h.whole
+        kept.append(shown_as)
+        source, section = h.whole.source_id, h.whole.section
+        history_items.append(
+            ReportItem("message", source, True, section, None, shown_as.tokens, h.sender, h.chat_id, scores)
+        )
+    if full_note:
+        notes.append(full_note)
+    if any(not i.included and i.reason == "below-cutoff" for i in items):
+        notes.append(f"recalled past stops below {s.cutoff:g} × the best score ({best:.4f})")
+    return Recalled(block, [*included, *items, *history_items], notes, kept)
+
+
+def _block(
+    turns: list[Turn],
+    picked: list[tuple[RecallCandidate, list[Turn]]],
+    items: list[ReportItem],
+    counter: TokenCounter,
+    room: int,
+    chat_id: str | None,
+) -> tuple[ContextMessage | None, list[ReportItem]]:
+    """The recalled passages as one system message, and an item for each of their turns. The
+    block's count is its lines' (its last without a line break), so it fits; should a line
+    begin where that does not hold, it is counted whole, and the weakest passages go (into
+    `items`, `over-budget`) while it does not fit."""
     if not turns:
-        return Recalled(None, items, notes)
-    # The block's count is its lines' (its last without a line break), so it fits; should a
-    # line begin where that does not hold, it is counted whole, and the weakest passages go
-    # while it does not fit.
+        return None, []
+    overhead = counter.message("system", "")
     while True:
-        rendered = _render(turns, chat_id)
+        rendered = render(turns)
         content = "\n".join(rendered)
         tokens = overhead + counter.count_lines(rendered)
         if tokens <= room or not picked:
             break
         c, dropped = picked.pop()
         turns = [t for t in turns if t not in dropped]
-        out(c, "over-budget")
+        items.append(ReportItem("message", c.id, False, SECTION, "over-budget", 0, c.sender, c.chat_id, c.scores()))
         if not turns:
-            return Recalled(None, items, notes)
-    block = ContextMessage("system", content, SECTION, tokens)
+            return None, []
     included: list[ReportItem] = []
     for rank_order, (c, lines) in enumerate(picked, 1):
         for line in lines:
@@ -348,8 +378,4 @@ def pack_recalled(
                 score["excerpt"] = True
             m = line.message
             included.append(ReportItem("message", m.id, True, SECTION, None, line.tokens, m.sender, m.chat_id, score))
-    if any(not i.included and i.reason == "below-cutoff" for i in items):
-        notes.append(f"recalled past stops below {s.cutoff:g} × the best score ({best:.4f})")
-    if full_note:
-        notes.append(full_note)
-    return Recalled(block, [*included, *items], notes)
+    return ContextMessage("system", content, SECTION, tokens), included

@@ -126,13 +126,17 @@ def context_window(model: str) -> int:
 #: turn, and its history lines and recalled passages are mostly the ones counted last time.
 COUNT_CACHE_SIZE = 32_768
 COUNT_CACHE_MAX_CHARS = 1_000
+#: Longer texts (model replies, pasted documents) are remembered too, fewer of them: counting
+#: one takes about a millisecond, and the same long replies are in context after context.
+LONG_COUNT_CACHE_SIZE = 512
+LONG_COUNT_CACHE_MAX_CHARS = 50_000
 
 
 @cache
-def _cached_count(encoding_name: str) -> Callable[[str], int]:
+def _cached_count(encoding_name: str, size: int = COUNT_CACHE_SIZE) -> Callable[[str], int]:
     enc = encoding(encoding_name)
 
-    @lru_cache(maxsize=COUNT_CACHE_SIZE)
+    @lru_cache(maxsize=size)
     def count(text: str) -> int:
         return _count(enc, text)
 
@@ -159,9 +163,14 @@ class TokenCounter:
         self.name = encoding_name
         self._enc = encoding(encoding_name)
         self._cached = _cached_count(encoding_name)
+        self._cached_long = _cached_count(encoding_name, LONG_COUNT_CACHE_SIZE)
 
     def count(self, text: str) -> int:
-        return self._cached(text) if len(text) <= COUNT_CACHE_MAX_CHARS else _count(self._enc, text)
+        if len(text) <= COUNT_CACHE_MAX_CHARS:
+            return self._cached(text)
+        if len(text) <= LONG_COUNT_CACHE_MAX_CHARS:
+            return self._cached_long(text)
+        return _count(self._enc, text)
 
     def count_lines(self, lines: Sequence[str]) -> int:
         """Tokens of `lines` joined by line breaks, exactly as `count` of the joined text, from

@@ -13,15 +13,18 @@ with a logistic model over features that every search has at hand:
   before or after it in its chat, whichever is higher (an answer often spans two turns);
 - `speaker`: 1 when the query names the message's sender (questions say whose life they ask
   about);
-- `length`: log(1 + characters), since a turn that carries information is seldom a one-liner;
+- `length`: log(1 + characters), up to LENGTH_CAP_CHARS: a turn that carries information is
+  seldom a one-liner, but a long reply is not more likely to answer for being long (model
+  output runs to thousands of characters; the fit saw chat lines, 99 % under 330);
 - `time_inside` and `time_near`: when the query names a time ("on May 8, 2023", "last week":
   `when.named_periods`), 1 if the candidate was written in it, and exp(-days / 3) for how far
   outside it was written (both 0 when the query names no time).
 
-The weights were fitted by logistic regression (evidence turns against the other candidates) on
-LoCoMo conversations 0-4 only, with `bench/locomo_fit.py`, and are checked on conversations 5-9
-(docs/benchmarks.md). The score is the model's probability that the candidate answers the
-query (0..1).
+The weights were fitted by logistic regression (evidence turns against the other candidates)
+across both shapes of conversation, each weighing the same: LoCoMo conversations 0-4 (short
+chat lines) and BEAM conversations 1-10 (long model replies), with `bench/locomo_fit.py`, and
+are checked on LoCoMo 5-9 and BEAM 11-20 (docs/benchmarks.md). The score is the model's
+probability that the candidate answers the query (0..1).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ HYBRID_MIN_DEPTH = 50
 HYBRID_MAX_EXTRA = 200
 #: The constant of the rank features (as in reciprocal rank fusion).
 RANK_K = 10
+#: Characters past which a message's length says no more (`length`).
+LENGTH_CAP_CHARS = 400
 #: Days over which `time_near` falls by a factor of e: a message from three days outside the
 #: period a question names may still tell of it ("last Friday ...").
 TIME_SCALE_DAYS = 3.0
@@ -59,11 +64,11 @@ FEATURES = (
     "time_inside",
     "time_near",
 )
-WEIGHTS = (3.544, 4.506, 1.671, 2.931, 1.107, 1.516, 2.44, 0.456, 0.598, 0.546)
-INTERCEPT = -17.934
-#: ln(candidates that were not evidence / those that were) in that fit (bench/locomo_fit.py:
-#: 1,292 evidence turns among 289,229 candidates).
-PRIOR_LOG_ODDS = 5.407
+WEIGHTS = (1.505, 5.287, 0.605, 2.731, -0.122, 0.237, 2.452, -1.687, 0.456, 0.118)
+INTERCEPT = -8.684
+#: ln(candidates that were not evidence / those that were) in that fit, each data set weighing
+#: the same (bench/locomo_fit.py: 1,848 evidence turns among 328,271 candidates).
+PRIOR_LOG_ODDS = 4.672
 PRIOR_ODDS = math.exp(PRIOR_LOG_ODDS)
 
 
@@ -122,7 +127,7 @@ def features(
             1.0 / (RANK_K + keyword_rank[item]) if item in keyword_rank else 0.0,
             1.0 / (RANK_K + vector_rank[item]) if item in vector_rank else 0.0,
             1.0 if sender and sender in named else 0.0,
-            math.log1p(c.chars),
+            math.log1p(min(c.chars, LENGTH_CAP_CHARS)),
             max(near(before, keyword_score, 0.0), near(after, keyword_score, 0.0)),
             max(near(before, similarities, floor), near(after, similarities, floor)),
             1.0 if apart == 0.0 else 0.0,

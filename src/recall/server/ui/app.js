@@ -272,6 +272,17 @@ async function factsCard(report) {
         el("td", {}, f.included ? "in the block" : el("span", { class: "reason" }, "did not fit"))))));
 }
 
+
+// An included message in the report: its section and tokens, and why it is there (the recent
+// window, or its rank in the pool) and whether it is shown as an excerpt.
+function included(i) {
+  const why = [i.section];
+  if (i.reason) why.push(i.reason);
+  if (i.rank !== undefined) why.push(`rank ${i.rank}`);
+  if (i.excerpt) why.push("excerpt");
+  return `${why.join(" · ")} · ${i.tokens} tok`;
+}
+
 function recalledCard(report, byId) {
   // The recalled past: each passage with its rank and the search's scores, the turn a short
   // passage brought along, and each candidate left out with its reason.
@@ -306,7 +317,7 @@ function candidatesCard(report, byId) {
       const m = byId.get(i.id);
       return el("div", { class: `msg ${i.included ? "included" : "excluded"}`, dataset: { id: i.id, section: i.section || "", reason: i.reason || "" } },
         el("div", { class: "meta" }, `#${i.id} `, el("strong", {}, i.sender || m?.sender || ""),
-           i.included ? el("span", { class: "badge" }, `${i.section} · ${i.tokens} tok`) : el("span", { class: "reason" }, i.reason)),
+           i.included ? el("span", { class: "badge" }, included(i)) : el("span", { class: "reason" }, i.reason)),
         el("div", { class: "content" }, m ? m.content : ""));
     }));
 }
