@@ -240,3 +240,42 @@ def test_a_flood_of_dates_in_long_messages_still_builds_a_context(mem: Recall, w
     found = {i.id: i.reason for i in ctx.report.items if i.section == "recalled"}
     assert found[old.id] is None and list(found.values()).count("in-history") == 4
     assert ctx.report.sections["incoming"] > 4 * 16_000  # the long messages themselves are all there
+
+
+LONG_REPLY = "We went through the deployment checklist line by line and nothing stood out. " * 40
+
+
+def test_long_replies_leave_room_for_the_answer_and_the_window_for_the_thread(mem: Recall, world: World) -> None:
+    """Issue 42: with model-length replies in the history, the budget goes to what matters: an
+    early user line that answers the question lands, each long reply is shown by its part, the
+    newest messages are the recent window, and every message in is one the agent heard."""
+    answer = world.post("maria", "Our staging database is called heron-7.", chat="t", at=LONG_AGO)
+    for n in range(12):
+        world.post("maria", f"Next step {n}, please.", chat="t", at=LATER)
+        world.post("desk", LONG_REPLY, chat="t", at=LATER)
+    world.add_agent("newcomer")  # joins now: it heard none of the above
+    welcome = world.post("maria", "@newcomer hello, welcome to the team.", chat="t", at=LATER)
+    ask = world.post("maria", "@desk what is our staging database called?", chat="t", at=LATER)
+    mem.refresh_index()
+    ctx = world.agent("desk").context(chat="t", max_tokens=2000, message=ask.id)
+    assert ctx.report.total_tokens <= 2000
+    assert any(i.id == answer.id and i.included for i in ctx.report.items)
+    assert "heron-7" in "\n".join(m.content for m in ctx.messages)
+    window = [i for i in ctx.report.items if i.included and i.reason == "in-recent-window"]
+    assert window and all(i.section == "history" for i in window)
+    excerpted = [i for i in ctx.report.items if i.included and (i.score or {}).get("excerpt")]
+    assert excerpted and all(i.sender == "desk" for i in excerpted)
+    assert {i.reason for i in ctx.report.items if not i.included} <= {
+        "outranked",
+        "over-budget",
+        "in-history",
+        "below-cutoff",
+        "over-depth",
+        "not-addressed",
+    }
+    # The newcomer's context holds nothing it did not hear, however relevant.
+    late = world.post("maria", "@newcomer what is our staging database called?", chat="t", at=LATER)
+    theirs = world.agent("newcomer").context(chat="t", max_tokens=2000, message=late.id)
+    shown = {i.id for i in theirs.report.items if i.included and i.kind == "message"}
+    assert shown <= {welcome.id, late.id} and answer.id not in {i.id for i in theirs.report.items}
+    assert "heron-7" not in str(theirs.to_dict())

@@ -120,10 +120,14 @@ def test_an_agents_context_and_memory_depth(live: LiveServer, page: Page) -> Non
     # Messages the agent heard but was not addressed in are greyed, with the reason.
     expect(page.locator('#candidates .msg.excluded[data-reason="not-addressed"]')).to_have_count(2)
 
-    # A small budget rebuilds the view with fewer messages and says why the rest went.
+    # A small budget rebuilds the view with fewer messages and says why the rest went: better
+    # ranked ones took the room; the newest are there as the recent window.
     page.locator("#budget").fill("900")
     page.get_by_role("button", name="Rebuild").click()
-    expect(page.locator('#candidates .msg[data-reason="over-budget"]').first).to_be_visible()
+    expect(page.locator('#candidates .msg[data-reason="outranked"]').first).to_be_visible()
+    expect(page.locator('#candidates .msg.included[data-reason="in-recent-window"]').first).to_contain_text(
+        "in-recent-window"
+    )
     total = int(page.locator("#total-tokens").inner_text())
     assert 0 < total <= 900
     # The budget bar: one segment per non-empty section, as wide as its share of the budget.
