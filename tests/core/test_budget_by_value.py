@@ -149,3 +149,29 @@ def test_recency_is_a_signal_the_search_can_outweigh() -> None:
     ranks = {i: report[i].score["rank"] for i in report if report[i].score and "rank" in report[i].score}
     assert ranks[2] == 1  # the relevant old line first, then the newest by recency
     assert ranks[18] < ranks[10]
+
+
+def test_a_tool_call_and_its_result_go_in_together_or_not_at_all() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    turns: list[tuple[str, str] | tuple[str, str, dict[str, Any]]] = [
+        ("maria", "@agent-b weather?"),
+        ("agent-b", "", {"tool_calls": [call]}),
+        ("system", '{"temp": 21}', {"tool_result_for": "agent-b", "tool_call_id": "call_1"}),
+        ("agent-b", "It is 21 degrees."),
+    ]
+    turns += [("maria", f"line {n} {FILLER}") for n in range(12)]
+    turns.append(("maria", "@agent-b what was the temperature?"))
+    memory = conversation(*turns)
+    trigger = memory[-1].id
+    # The search ranks the tool result high, its call not at all, and the budget holds only the
+    # best few: the result alone would be an orphan the model refuses, so it goes too.
+    ctx = build(memory, {3: 0.9}, max_tokens=150, trigger_id=trigger, window=WindowSettings(messages=1, share=0.1))
+    shown = {m.source_id for m in ctx.messages}
+    assert 2 not in shown and 3 not in shown and "tool" not in [m["role"] for m in ctx.openai()]
+    left = {int(i.id): i for i in ctx.report.items if i.kind == "message" and i.section == "history"}
+    assert left[3].included is False and left[3].reason == "outranked"
+    assert any("without their other half" in n for n in ctx.report.notes)
+    # With room for both, both go in, the call before its result.
+    roomy = build(memory, {3: 0.9}, max_tokens=4000, trigger_id=trigger)
+    roles = [m["role"] for m in roomy.openai()]
+    assert roles[roles.index("tool") - 1] == "assistant" and roomy.openai()[roles.index("tool") - 1]["tool_calls"]

@@ -348,8 +348,38 @@ def _spend_by_value(
             )
     items.extend(recalled.items)
     body = sorted([*mentions, *window, *recalled.history], key=lambda m: m.source_id or 0)
+    body, unpaired = _paired(body)
+    notes = list(recalled.notes)
+    if unpaired:
+        # A model refuses a tool result without its call, and a call without its results.
+        items = [_unpaired(i) if i.id in unpaired and i.included else i for i in items]
+        notes.append(f"{len(unpaired)} tool calls or results left out without their other half")
     reported = {m.source_id for m in (*window, *recalled.history) if m.source_id is not None}
-    return blocks, items, body, list(recalled.notes), reported
+    return blocks, items, body, notes, reported
+
+
+def _paired(body: list[ContextMessage]) -> tuple[list[ContextMessage], set[int]]:
+    """The body without a tool result whose call is not in it, nor a call whose results are
+    not all in it; and the ids left out so."""
+    called = {
+        str(call.get("id"))
+        for m in body
+        for call in (m.extra.get("tool_calls") or [])
+        if isinstance(call, dict) and m.role == "assistant"
+    }
+    answered = {str(m.extra.get("tool_call_id")) for m in body if m.role == "tool"}
+    out: set[int] = set()
+    for m in body:
+        if m.role == "tool" and str(m.extra.get("tool_call_id")) not in called:
+            out.add(m.source_id or 0)
+        calls = [c for c in (m.extra.get("tool_calls") or []) if isinstance(c, dict)]
+        if m.role == "assistant" and any(str(c.get("id")) not in answered for c in calls):
+            out.add(m.source_id or 0)
+    return [m for m in body if m.source_id not in out], out
+
+
+def _unpaired(item: ReportItem) -> ReportItem:
+    return ReportItem(item.kind, item.id, False, item.section, "outranked", 0, item.sender, item.chat_id, item.score)
 
 
 def _section_names(blocks: Sequence[ContextBlock]) -> list[str]:
