@@ -54,8 +54,10 @@ def test_messages_follow_recalls_routing_rule(mem: Recall, world: World) -> None
         ("HumanMessage", "@agent-a the invoice is fine", "agent-b"),
         ("HumanMessage", "@agent-a thanks", "maria"),
     ]
-    # agent-b's view of the same chat is its own.
-    assert [m.content for m in history(mem, world, agent="agent-b").messages] == [
+    # agent-b's view of the same chat is its own (its recalled past, a system message first, may
+    # bring back what it heard in t2: the conversation is what the routing decides).
+    theirs = history(mem, world, agent="agent-b").messages
+    assert [m.content for m in theirs if not isinstance(m, SystemMessage)] == [
         "hi all",
         "@agent-b can you check the invoice?",
         "@agent-a the invoice is fine",
@@ -167,7 +169,9 @@ def test_clear_hides_the_chat_so_far_and_keeps_it_in_recall(mem: Recall, world: 
     assert history(mem, world).messages == []
     # recall still has the messages: in the chat and in agent-a's own context.
     assert [m.content for m in world.messages("t1")] == ["old question", "old answer"]
-    assert len(world.agent("agent-a").context("t1").openai()) == 3
+    # (the prompt and the two turns; the recalled past may add what agent-a heard in t2)
+    kept = world.agent("agent-a").context("t1").openai()
+    assert [m["content"] for m in kept if m["role"] != "system"] == ["old question", "old answer"]
     h.add_messages([HumanMessage("new question"), AIMessage("new answer")])
     assert [m.content for m in h.messages] == ["new question", "new answer"]
     h.clear()

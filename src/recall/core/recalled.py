@@ -50,6 +50,8 @@ FULL_AFTER_MISSES = 4
 #: A candidate at least this fraction as similar (cosine) as the most similar one is kept
 #: whatever its score (the cutoff must not drop a match by meaning alone).
 MEANING_KEPT = 0.9
+#: ... and at least this similar (MiniLM: a paraphrase ~0.45-0.8, unrelated chat ~0.1-0.3).
+MEANING_FLOOR = 0.4
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ def pack_recalled(
     floor = s.cutoff * best
     # A passage that matches by meaning alone (no word in common) scores low in a ranking that
     # weighs words: one nearly as similar as the most similar candidate is never cut by score.
-    near = MEANING_KEPT * max((c.similarity or 0.0 for c in req.candidates), default=0.0)
+    near = max(MEANING_FLOOR, MEANING_KEPT * max((c.similarity or 0.0 for c in req.candidates), default=0.0))
     # The block's own overhead and header (paid with its first passage), then a [date] line per
     # new group; each line with its line break.
     overhead = counter.message("system", "") + counter.count(f"{HEADER}\n")
@@ -236,7 +238,7 @@ def pack_recalled(
             return hidden.get(c.id, "after-trigger")
         if s.min_similarity > 0 and (c.similarity or 0.0) < s.min_similarity:
             return "below-cutoff"
-        if c.score < floor and (near <= 0 or (c.similarity or 0.0) < near):
+        if c.score < floor and (c.similarity or 0.0) < near:
             return "below-cutoff"
         return None
 

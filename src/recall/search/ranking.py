@@ -175,7 +175,9 @@ def _probabilities(values: Sequence[Sequence[float]]) -> list[float]:
     """The logistic model's probability for each candidate's features (one matrix product)."""
     if not values:
         return []
-    logits = INTERCEPT + np.asarray(values, dtype=np.float64) @ np.asarray(WEIGHTS, dtype=np.float64)
+    # Each row summed on its own (not a matrix product, whose kernel and order of summation
+    # vary with the number of rows): a candidate scores the same in any search that finds it.
+    logits = INTERCEPT + (np.asarray(values, dtype=np.float64) * np.asarray(WEIGHTS, dtype=np.float64)).sum(axis=1)
     return [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
 
 
