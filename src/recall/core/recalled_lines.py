@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from recall.core.escaping import escape
-from recall.core.excerpts import excerpt
+from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, excerpt
 from recall.core.models import Message, with_caption
 from recall.core.tokens import TokenCounter
 
@@ -89,7 +89,7 @@ class Lines:
         label = group_label(message, self.chat_id)
         # Most messages are short: their whole line is counted once, and only a longer one is
         # cut. A message far longer than an excerpt is not counted whole at all (bounded work).
-        if len(text) <= self.excerpt_tokens * 12:
+        if len(text) <= self.excerpt_tokens * CHARS_PER_TOKEN_BOUND:
             whole = escape(" ".join(text.split()))
             tokens = self.counter.count(f"{message.sender}: {whole}\n")
             if tokens - self._speaker(message.sender) - 1 <= self.excerpt_tokens:
