@@ -71,7 +71,7 @@ class KeySentences:
         if message_id not in self._sentences:
             message = self._messages[message_id]
             text = with_caption(message.content, message.metadata)
-            parts = sentences(text) or [" ".join(text.split())]
+            parts = [s for _, s in sentences(text)] or [" ".join(text.split())]
             self._sentences[message_id] = (parts, self.embedder.embed(parts))
         parts, vectors = self._sentences[message_id]
         return parts[int(np.argmax(vectors @ self.vector(question)))]

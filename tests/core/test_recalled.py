@@ -181,7 +181,7 @@ def test_the_cap_bounds_the_block_even_when_the_budget_has_room() -> None:
 def test_excerpt_keeps_a_whole_message_that_fits() -> None:
     cut = excerpt("Short and sweet.", {"sweet"}, _words, COUNTER, 20)
     assert (cut.text, cut.cut) == ("Short and sweet.", False)
-    assert sentences("One. Two!\nThree?") == ["One.", "Two!", "Three?"]
+    assert sentences("One. Two!\nThree?") == [(0, "One."), (5, "Two!"), (10, "Three?")]
 
 
 def test_excerpt_of_one_endless_sentence_is_clipped() -> None:

@@ -310,7 +310,15 @@ class Contexts:
         heard = self.store.heard_ids(world.key, agent.id, [source for source, _ in ranked])
         candidates = [
             RecallCandidate(
-                source, hit.sender or "", hit.chat_id, rank, score, hit.keyword_score, hit.similarity, hit.time_score
+                source,
+                hit.sender or "",
+                hit.chat_id,
+                rank,
+                score,
+                hit.keyword_score,
+                hit.similarity,
+                hit.time_score,
+                hit.part,
             )
             for rank, (source, (score, hit)) in enumerate(((s, v) for s, v in ranked if s in heard), 1)
         ]

@@ -304,7 +304,8 @@ def _spend_by_value(
     conversation = sorted(
         (m for m in (*history_all, *earlier_incoming) if m not in mentions), key=lambda m: m.source_id or 0
     )
-    cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals)
+    parts = {c.id: c.part for c in req.recalled.candidates if c.part}
+    cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals, parts)
     room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
     window, older = recent_window(conversation, req.window, room, cutter)
     taken += sum(m.tokens for m in window)

@@ -33,18 +33,23 @@ class Excerpt:
     cut: bool
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a text, whitespace collapsed, empty ones dropped."""
-    return [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
+def sentences(text: str) -> list[tuple[int, str]]:
+    """The sentences of a text, each with where it starts, whitespace collapsed, empty ones dropped."""
+    found, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        found.append((start, text[start : end.start()]))
+        start = end.end()
+    found.append((start, text[start:]))
+    return [(at, " ".join(s.split())) for at, s in found if s.strip()]
 
 
 @lru_cache(maxsize=1024)
-def _analysed(text: str, words: Callable[[str], list[str]]) -> tuple[list[str], list[frozenset[str]]]:
-    """A text's sentences and each one's words (normalised by `words`), remembered: the same
-    long replies are excerpted in context after context, and normalising their words (a
-    stemmer) costs more than anything else in an excerpt."""
-    parts = sentences(text)
-    return parts, [frozenset(words(s)) for s in parts]
+def _analysed(text: str, words: Callable[[str], list[str]]) -> tuple[list[str], list[frozenset[str]], list[int]]:
+    """A text's sentences, each one's words (normalised by `words`) and where each starts,
+    remembered: the same long replies are excerpted in context after context, and normalising
+    their words (a stemmer) costs more than anything else in an excerpt."""
+    found = sentences(text)
+    return [s for _, s in found], [frozenset(words(s)) for _, s in found], [at for at, _ in found]
 
 
 def excerpt(
@@ -53,15 +58,21 @@ def excerpt(
     words: Callable[[str], list[str]],
     counter: TokenCounter,
     max_tokens: int,
+    focus: tuple[int, int] | None = None,
 ) -> Excerpt:
     """`text` cut to about `max_tokens` tokens around its sentences that hold most of `terms`
-    (each sentence's words normalised by `words`); the whole text when it fits. A message with
-    no matching sentence (a match by meaning, not by word) keeps its opening sentences."""
+    (each sentence's words normalised by `words`); the whole text when it fits. `focus` is the
+    span of the passage the search matched by meaning (`passages.passage_span`): its sentences
+    count one matching word more. A message with no matching sentence and no focus keeps its
+    opening sentences."""
     if len(text) <= max_tokens * CHARS_PER_TOKEN_BOUND:
         whole = " ".join(text.split())
         if counter.count(whole) <= max_tokens:
             return Excerpt(whole, False)
-    parts, said = _analysed(text[:MAX_SCAN_CHARS], words)
+    # The characters read: the opening, or around a focus that lies beyond it.
+    offset = 0 if focus is None or focus[0] < MAX_SCAN_CHARS // 2 else focus[0] - MAX_SCAN_CHARS // 2
+    scanned = text[offset : offset + MAX_SCAN_CHARS]
+    parts, said, starts = _analysed(scanned, words)
     measured: dict[int, int] = {}
 
     def size(i: int) -> int:
@@ -71,6 +82,8 @@ def excerpt(
 
     wanted = terms if isinstance(terms, (set, frozenset)) else frozenset(terms)
     hits = [len(found & wanted) for found in said] if wanted else [0] * len(parts)
+    if focus is not None:
+        hits = [n + int(focus[0] <= offset + at < focus[1]) for n, at in zip(hits, starts, strict=True)]
     best = max(range(len(parts)), key=lambda i: (hits[i], -i)) if parts else 0
     keep = {best}
     used = size(best) if parts else 0
@@ -88,13 +101,14 @@ def excerpt(
         else:
             low -= 1
     if not parts or (len(keep) == 1 and size(best) > max_tokens):
-        opening = parts[best] if parts else " ".join(text[:MAX_SCAN_CHARS].split())
-        return Excerpt(_clip(opening, counter, max_tokens), True)
+        opening = parts[best] if parts else " ".join(scanned.split())
+        clipped = _clip(opening, counter, max_tokens)
+        return Excerpt(f"{ELLIPSIS} {clipped}" if best > 0 or offset > 0 else clipped, True)
     chosen = sorted(keep)
     out = " ".join(parts[i] for i in chosen)
-    if chosen[0] > 0:
+    if chosen[0] > 0 or offset > 0:
         out = f"{ELLIPSIS} {out}"
-    if chosen[-1] < len(parts) - 1 or len(text) > MAX_SCAN_CHARS:
+    if chosen[-1] < len(parts) - 1 or offset + len(scanned) < len(text):
         out = f"{out} {ELLIPSIS}"
     return Excerpt(out, True)
 

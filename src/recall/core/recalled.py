@@ -86,6 +86,9 @@ class RecallCandidate(NamedTuple):
     keyword: float | None = None
     similarity: float | None = None
     time: float | None = None
+    #: What of it the search matched by meaning: 0 the message as a whole, n its n-th passage
+    #: (`passages.passage_span`), where its excerpt is then taken.
+    part: int = 0
 
     def scores(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "score": round(self.score, 6)}
@@ -290,7 +293,7 @@ def pack_recalled(
         read = passages.at(at, left)
         if read is None:  # deleted since it was ranked
             continue
-        lines = [render_lines.turn(read.message)]
+        lines = [render_lines.turn(read.message, part=c.part)]
         before = read.before
         if (
             before is not None

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from recall.core.escaping import escape
 from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, excerpt
 from recall.core.models import Message, with_caption
+from recall.core.passages import passage_span
 from recall.core.tokens import TokenCounter
 
 #: The first line of the block (seed 001's wording).
@@ -83,7 +84,9 @@ class Lines:
         self.excerpt_tokens = excerpt_tokens
         self._speakers: dict[str, int] = {}
 
-    def turn(self, message: Message, neighbour_of: int | None = None) -> Turn:
+    def turn(self, message: Message, neighbour_of: int | None = None, part: int = 0) -> Turn:
+        """The message as a line, cut around its sentences that match (and `part`, the passage
+        the search matched by meaning) when it is longer than an excerpt."""
         # Captions of shared images are part of what was said (as the search indexes them).
         text = with_caption(message.content, message.metadata)
         label = group_label(message, self.chat_id)
@@ -94,7 +97,7 @@ class Lines:
             tokens = self.counter.count(f"{message.sender}: {whole}\n")
             if tokens - self._speaker(message.sender) - 1 <= self.excerpt_tokens:
                 return Turn(message, whole, False, tokens, label, neighbour_of)
-        cut = excerpt(text, self.terms, self.words, self.counter, self.excerpt_tokens)
+        cut = excerpt(text, self.terms, self.words, self.counter, self.excerpt_tokens, passage_span(text, part))
         turn = Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of)
         return turn._replace(tokens=self.counter.count(f"{line(turn)}\n"))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from recall.core.context_records import ContextMessage
 from recall.core.excerpts import excerpt
 from recall.core.models import Message
+from recall.core.passages import passage_span
 from recall.core.recalled import HistoryCandidate, RecallCandidate
 from recall.core.tokens import TokenCounter
 
@@ -51,11 +52,14 @@ class Cutter:
         terms: Collection[str],
         words: Callable[[str], list[str]],
         originals: Mapping[int, Message],
+        parts: Mapping[int, int] | None = None,
     ) -> None:
         self.counter = counter
         self.terms = terms
         self.words = words
         self.originals = originals
+        #: Message id -> the passage the search matched it by (`RecallCandidate.part`).
+        self.parts = parts or {}
 
     def can_cut(self, message: ContextMessage) -> bool:
         return message.role in ("user", "assistant") and not message.extra and message.source_id is not None
@@ -69,8 +73,9 @@ class Cutter:
         room = max_tokens - overhead
         assert message.source_id is not None
         text = self.originals[message.source_id].content
+        focus = passage_span(text, self.parts.get(message.source_id, 0))
         while room > 0:
-            part = excerpt(text, self.terms, self.words, self.counter, room)
+            part = excerpt(text, self.terms, self.words, self.counter, room, focus)
             content = f"{EXCERPT_MARK}{part.text}" if part.cut else part.text
             tokens = self.counter.message(message.role, content, message.name)
             if tokens <= max_tokens:

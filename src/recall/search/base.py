@@ -112,6 +112,8 @@ class Candidate(NamedTuple):
     #: Characters of its indexed text.
     chars: int
     score: float
+    #: What of it matched: 0 its text as a whole, n its n-th passage (`core.passages`).
+    part: int = 0
 
 
 class Ranked(NamedTuple):
@@ -131,6 +133,8 @@ class Ranked(NamedTuple):
     #: Who wrote it and in which chat (None: the default chat), as the index holds them.
     sender: str | None = None
     chat_id: str | None = None
+    #: What of it the vector search matched: 0 its text as a whole, n its n-th passage.
+    part: int = 0
 
 
 @dataclass(frozen=True)
@@ -238,9 +242,10 @@ class SearchBackend(Protocol):
         their ids for the copies in memory to drop; how many there were."""
         ...
 
-    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
-        """Store one vector per (id, text) item, marking it embedded, unless the item is gone or
-        its text changed meanwhile; how many were stored."""
+    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: Sequence[NDArray[np.float32]]) -> int:
+        """Store each (id, text) item's vector (a long text's: a matrix, its passages' vectors
+        after its own), marking it embedded, unless the item is gone or its text changed
+        meanwhile; how many were stored."""
         ...
 
 

@@ -46,8 +46,8 @@ _SYNC_PAGE = 5000
 class LocalCopy:
     """The copy in memory of one store's `search_items`, read with `columns(dim)`: id, changed,
     tenant, space, kind, owner, chat_id, sender, importance, created_at, text, context, the
-    vector (`dim` float32s of the byte order `vector_dtype` names; with `dim` 0, an empty blob
-    for an item embedded; NULL for none), source_id and the metadata (JSON text)."""
+    vector (`dim` float32s of the byte order `vector_dtype` names, a long item's passages'
+    vectors after it; with `dim` 0, an empty blob for an item embedded; NULL for none), source_id and the metadata (JSON text)."""
 
     def __init__(
         self, store: RowStore, sql: Callable[[str], str], columns: Callable[[int], str], vector_dtype: str = "<f4"
@@ -127,11 +127,11 @@ class LocalCopy:
 
     def _row(self, r: Sequence[Any], dim: int) -> LocalRow:
         blob = r[12]
-        vector = (
-            np.frombuffer(blob, dtype=self._vector_dtype).astype(np.float32, copy=False)
-            if blob is not None and len(blob) == 4 * dim
-            else None
-        )
+        vector = None
+        if blob is not None and dim and len(blob) and len(blob) % (4 * dim) == 0:
+            vector = np.frombuffer(blob, dtype=self._vector_dtype).astype(np.float32, copy=False)
+            if len(vector) > dim:  # a long item's: its text's vector, then its passages'
+                vector = vector.reshape(-1, dim)
         return LocalRow(
             item_id=int(r[0]),
             tenant=r[2],

@@ -47,6 +47,7 @@ from recall.search.base import (
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
 from recall.search.metadata import indexed
+from recall.search.passage_vectors import embed_with_passages, speaker_prefix
 from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
@@ -392,12 +393,14 @@ class SearchIndex:
         """
         if self.embedder is None or batch < 1:
             return 0
-        rows = self._read(
-            f"SELECT id, text FROM search_items WHERE {self._backend.not_embedded} ORDER BY id LIMIT ?", (int(batch),)
+        found = self._read(
+            f"SELECT id, text, kind, sender FROM search_items WHERE {self._backend.not_embedded} ORDER BY id LIMIT ?",
+            (int(batch),),
         )
-        if not rows:
+        if not found:
             return 0
-        vectors = np.asarray(self.embedder.embed([r[1] for r in rows]), dtype=np.float32)
+        rows = [(r[0], r[1]) for r in found]
+        vectors = embed_with_passages(self.embedder, [(str(r[1]), speaker_prefix(str(r[2]), r[3])) for r in found])
         with self._store._write() as db:
             # Storing vectors counts a change (the counter's row) before it updates the items;
             # a deletion of items updates them before it counts. Without the lock every writer
@@ -527,6 +530,7 @@ class SearchIndex:
                     similarity=similarity(c.score),
                     sender=c.sender,
                     chat_id=c.chat_id,
+                    part=c.part,
                 )
                 for place, c in enumerate(self._vector(local, self._query_vector(query), filters, k), 1)
             ]

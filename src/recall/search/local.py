@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 
 from recall.search.base import CONTEXT_WEIGHT, WORD, Candidate, Filters
 from recall.search.metadata import Condition, canonical
+from recall.search.passage_vectors import PassageVectors
 
 if TYPE_CHECKING:
     from usearch.index import Index
@@ -83,6 +84,8 @@ _KINDS = tuple(_KIND_CODES)
 #: What a partition's search found: its rows, best first, and their scores.
 Found = tuple[NDArray[np.int64], NDArray[np.floating[Any]]]
 _NONE_FOUND: Found = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+#: The part (`core.passages`) each found row matched by: 0 its whole text, n its n-th passage.
+Parts = NDArray[np.int32]
 
 
 @lru_cache(maxsize=1)
@@ -139,6 +142,7 @@ class LocalRow:
     created_at: float
     text: str
     context: str
+    #: Its text's vector, or (a long text) a matrix: that vector, then one per passage.
     vector: NDArray[np.float32] | None
     #: The id of what it was made from (message, memory or fact).
     source_id: int = 0
@@ -296,6 +300,8 @@ class _Partition:
         #: Metadata keys -> their rows and values.
         self.fields: dict[str, _Field] = {}
         self.matrix = np.zeros((0, dim), dtype=np.float32)
+        #: The passages of long items (their whole vectors are in `matrix`).
+        self.passages = PassageVectors(dim)
         self.has_vector = np.zeros(0, dtype=bool)
         self.in_graph = np.zeros(0, dtype=bool)
         self.vectors = 0
@@ -356,8 +362,10 @@ class _Partition:
         had = bool(self.has_vector[at])
         if vector is None:
             self.has_vector[at] = False
+            self.passages.drop(at)
         else:
-            self.matrix[at] = vector
+            self.matrix[at] = vector[0] if vector.ndim == 2 else vector
+            self.passages.set(at, vector[1:] if vector.ndim == 2 else None)
             self.has_vector[at] = True
             self.in_graph[at] = False  # a new vector for this row: the graph's is stale
         self.vectors += int(self.has_vector[at]) - int(had)
@@ -495,7 +503,8 @@ class _Partition:
             np.add.at(scores, rows, weights)
         scores *= keep  # what the filters leave out scores 0, and only rows above 0 are hits
         found = best_positions(scores, limit) if np.count_nonzero(scores) > limit else np.flatnonzero(scores)
-        return self._best(found, scores[found], limit)
+        top = self._best(scores[found], limit)
+        return found[top], scores[found][top]
 
     def keyword_ceiling(self, terms: Sequence[str]) -> float:
         """The BM25 score of a text of average length holding each of `terms` once: the sum of
@@ -506,15 +515,27 @@ class _Partition:
     def _idf(self, df: int) -> float:
         return math.log(1 + (self.live - df + 0.5) / (df + 0.5))
 
-    def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> Found:
-        """The `limit` nearest rows `keep` passes, nearest first, with their cosine distances."""
+    def nearest(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> tuple[Found, Parts]:
+        """The `limit` nearest rows `keep` passes, nearest first, with their cosine distances and
+        the part each matched by (a long item's best passage, less its penalty, where that beats
+        its whole vector: `passage_vectors`)."""
         keep = keep & self.has_vector[: self.size]
+        if not keep.any():
+            return _NONE_FOUND, np.zeros(0, dtype=np.int32)
+        rows = self._scored_rows(query, keep, limit)
+        similarity = self._products(rows, query)
+        parts = np.zeros(len(rows), dtype=np.int32)
+        if self.passages.live:
+            rows, similarity, parts = self.passages.joined(rows, similarity, query, keep, self.matrix)
+        top = self._best(similarity, limit)
+        return (rows[top], 1.0 - similarity[top].astype(np.float64)), parts[top]
+
+    def _scored_rows(self, query: NDArray[np.float32], keep: NDArray[np.bool_], limit: int) -> NDArray[np.int64]:
+        """The rows to score exactly: every row `keep` passes, or (a partition with a graph and
+        many passing) the graph's candidates and the rows embedded since it was extended."""
         passing = int(keep.sum())
-        if passing == 0:
-            return _NONE_FOUND
         if passing <= EXACT_MAX_ROWS or self.graph is None:
-            rows = np.flatnonzero(keep)
-            return self._distances(rows, self._products(rows, query), limit)
+            return np.flatnonzero(keep)
         wanted = min(self.size, math.ceil(GRAPH_OVERSAMPLE * limit * self.size / passing))
         # Rows embedded since the graph was last extended are scored exactly beside its candidates.
         recent = np.flatnonzero(keep & ~self.in_graph[: self.size])
@@ -522,12 +543,10 @@ class _Partition:
             found = self.graph.search(query, wanted).keys.astype(np.int64)
             found = found[keep[found]] if len(found) else found
             if len(found) >= limit or wanted >= self.vectors:
-                rows = np.union1d(found, recent)
-                return self._distances(rows, self._products(rows, query), limit)
+                return np.union1d(found, recent)
             wanted *= 4
         # Too few candidates pass: scoring every row costs less than asking the graph deeper.
-        rows = np.flatnonzero(keep)
-        return self._distances(rows, self._products(rows, query), limit)
+        return np.flatnonzero(keep)
 
     def _products(self, rows: NDArray[np.int64], query: NDArray[np.float32]) -> NDArray[np.float32]:
         """The query's product with each row's vector. Where a large share of the rows is wanted,
@@ -538,26 +557,21 @@ class _Partition:
             return _product(self.matrix[: self.size], query)[rows]
         return _product(self.matrix[rows], query)
 
-    def _best(self, rows: NDArray[np.int64], scores: NDArray[np.float32], limit: int) -> Found:
-        """The `limit` best of `rows` by score, best first; equal scores in row order."""
-        if len(rows) > limit:
-            top = best_positions(scores, limit)
-            rows, scores = rows[top], scores[top]
-        order = np.argsort(-scores, kind="stable")
-        return rows[order], scores[order]
-
-    def _distances(self, rows: NDArray[np.int64], similarity: NDArray[np.float32], limit: int) -> Found:
-        rows, similarity = self._best(rows, similarity, limit)
-        return rows, 1.0 - similarity.astype(np.float64)  # as a distance was always computed
+    def _best(self, scores: NDArray[np.floating[Any]], limit: int) -> NDArray[np.int64]:
+        """The positions of the `limit` best scores, best first; equal scores in position order."""
+        top = best_positions(scores, limit) if len(scores) > limit else np.arange(len(scores))
+        return top[np.argsort(-scores[top], kind="stable")]
 
     def items(self, found: Found) -> list[tuple[int, float]]:
         """(item id, score) of found rows."""
         rows, scores = found
         return list(zip(self.ids[rows].tolist(), scores.tolist(), strict=True))
 
-    def candidates(self, found: Found, sign: float, value: Callable[[int], str]) -> list[Candidate]:
-        """Found rows as ranking reads them, each score times `sign` (lower is better there);
-        `value` reads a coded sender or chat."""
+    def candidates(
+        self, found: Found, sign: float, value: Callable[[int], str], parts: Parts | None = None
+    ) -> list[Candidate]:
+        """Found rows as ranking reads them, each score times `sign` (lower is better there) and
+        with the part it matched by (`nearest`; else 0); `value` reads a coded sender or chat."""
         rows, scores = found
         columns = zip(
             self.ids[rows].tolist(),
@@ -568,11 +582,14 @@ class _Partition:
             self.created[rows].tolist(),
             self.chars[rows].tolist(),
             (scores * sign).tolist(),
+            [0] * len(rows) if parts is None else parts.tolist(),
             strict=True,
         )
         return [
-            Candidate(item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score)
-            for item, kind, source, sender, chat, created, chars, score in columns
+            Candidate(
+                item, _KINDS[kind], source, value(sender) or None, value(chat) or None, created, chars, score, part
+            )
+            for item, kind, source, sender, chat, created, chars, score, part in columns
         ]
 
 
@@ -658,7 +675,7 @@ class LocalIndex:
             partition = self._partitions.get((filters.tenant, filters.space.lower()))
             if partition is None or limit < 1:
                 return []
-            return partition.items(self._nearest(partition, query, filters, limit))
+            return partition.items(self._nearest(partition, query, filters, limit)[0])
 
     def nearest_candidates(self, query: NDArray[np.float32], filters: Filters, limit: int) -> list[Candidate]:
         """`nearest`'s items as ranking reads them, scored by the cosine distance."""
@@ -666,7 +683,8 @@ class LocalIndex:
             partition = self._partitions.get((filters.tenant, filters.space.lower()))
             if partition is None or limit < 1:
                 return []
-            return partition.candidates(self._nearest(partition, query, filters, limit), 1.0, self._codes.value)
+            found, parts = self._nearest(partition, query, filters, limit)
+            return partition.candidates(found, 1.0, self._codes.value, parts)
 
     def embedded_passing(self, filters: Filters) -> int:
         """How many embedded items pass the filters."""
@@ -687,7 +705,9 @@ class LocalIndex:
                 if place is not None and not self._partitions[place[0]].has_vector[place[1]]
             ]
 
-    def _nearest(self, partition: _Partition, query: NDArray[np.float32], filters: Filters, limit: int) -> Found:
+    def _nearest(
+        self, partition: _Partition, query: NDArray[np.float32], filters: Filters, limit: int
+    ) -> tuple[Found, Parts]:
         keep = partition.mask(filters, self._codes)
         return partition.nearest(np.asarray(query, dtype=np.float32), keep, limit)
 

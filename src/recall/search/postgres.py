@@ -54,7 +54,8 @@ _DELETE_ITEMS = (
 
 
 def _vector_text(vector: NDArray[np.float32]) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    """A vector, or a long item's vectors one after another, as pgvector's text."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in np.ravel(vector)) + "]"
 
 
 class PostgresSearch:
@@ -98,7 +99,7 @@ class PostgresSearch:
         db.execute(_DELETE_ITEMS, (kind, list(source_ids)))
         return int(db.rowcount)
 
-    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
+    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: Sequence[NDArray[np.float32]]) -> int:
         changed = self.copy.count_change(db)  # the copies learn which items have a vector
         db.executemany(
             "UPDATE search_items SET embedded = true, embedding = %s::vector, changed = %s"

@@ -166,6 +166,7 @@ def rank(
             time_score=valued[item][FEATURES.index("time_near")] if periods else None,
             sender=found[item].sender,
             chat_id=found[item].chat_id,
+            part=found[item].part,
         )
         for item, score in scored[:k]
     ]

@@ -62,7 +62,7 @@ class SQLiteSearch:
         changed = self.copy.count_change(db)
         db.execute("UPDATE search_items SET embedded = 0, embedding = NULL, changed = ? WHERE embedded = 1", (changed,))
 
-    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: NDArray[np.float32]) -> int:
+    def store_vectors(self, db: Any, items: Sequence[Sequence[Any]], vectors: Sequence[NDArray[np.float32]]) -> int:
         changed = self.copy.count_change(db)
         stored = 0
         for (item_id, text), vector in zip(items, vectors, strict=True):
