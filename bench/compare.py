@@ -12,6 +12,7 @@ Run
     .venv/bin/python bench/compare.py /tmp/old . --bench context --rounds 3 -- --messages 100000
     .venv/bin/python bench/compare.py /tmp/old . --bench server --rounds 3 -- --quick
     .venv/bin/python bench/compare.py /tmp/old . --bench crowd --same-script --rounds 3
+    .venv/bin/python bench/compare.py /tmp/old . --bench long --same-script -- BEAM_JSON --reuse /tmp/long-{tree}.db
 
 Anything after `--` goes to the benchmark script; `{tree}` in it becomes `old` or `new` (for a
 store each tree keeps for itself, e.g. `--reuse /tmp/{tree}.db`).
@@ -42,6 +43,10 @@ BENCHES: dict[str, tuple[str, list[tuple[str, str, bool]]]] = {
             ("context build p95 ms", "context_build_ms.p95", False),
             ("context build (history 100) p95 ms", "context_build_ms_history_100.p95", False),
         ],
+    ),
+    "long": (
+        "long_context_bench.py",
+        [("context build p50 ms", "build_ms.p50", False), ("context build p95 ms", "build_ms.p95", False)],
     ),
     "embed": (
         "embed_bench.py",

@@ -242,3 +242,21 @@ def test_beam_runs_with_its_peers_and_scores_excerpts_by_their_key_sentence(tmp_
     assert deploy["recall_whole_messages_only"]["300"] == 0.0
     assert by_question["What is my database called?"]["scores"][RECALL]["300"] == 1.0
     assert set(report["recall_build_ms"]) == {"300", "2000"}
+
+
+def test_the_long_context_bench_times_every_build_and_leaves_its_store(tmp_path: Path) -> None:
+    long_bench = load_bench_script("long_context_bench")
+    path = tmp_path / "tiny_beam.json"
+    path.write_text(json.dumps([TINY_BEAM, TINY_BEAM]), encoding="utf-8")
+    turns, questions = long_bench.turns_and_questions([TINY_BEAM, TINY_BEAM], len(TINY_BEAM["turns"]) + 1)
+    assert len(turns) == len(TINY_BEAM["turns"]) + 1 and len(questions) == 4  # both touched
+    out, store = tmp_path / "long.json", tmp_path / "kept.db"
+    args = [str(path), "--messages", "3", "--budgets", "300,2000", "--reuse", str(store), "--json", str(out)]
+    assert long_bench.main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["messages"] == 3 and report["questions"] == 2 and report["build_ms"]["n"] == 4
+    assert set(report["by_budget"]) == {"300", "2000"} and report["build_ms"]["p95"] > 0
+    # Reused: the world is kept, and no question (nor the warm-up) is left in it.
+    with Recall(store, Settings(index_interval=0)) as mem:
+        assert len(mem.world("long").messages(limit=100)) == 3
+    assert long_bench.main(args) == 0 and json.loads(out.read_text())["built_s"] == 0.0

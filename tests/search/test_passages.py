@@ -144,3 +144,7 @@ def test_a_deep_passage_of_a_long_reply_is_recalled_on_both_stores(store_locatio
         item = next(i for i in ctx.report.items if i.id == reply.id)
         assert item.included and item.section == "recalled" and item.score is not None
         assert item.score["excerpt"] is True
+        # The report says which passage matched: the one holding the needle.
+        at = LONG_REPLY.index(NEEDLE)
+        start, end = passage_span(LONG_REPLY, item.score["part"]) or (0, 0)
+        assert start <= at < end

@@ -98,6 +98,8 @@ class RecallCandidate(NamedTuple):
             out["similarity"] = round(self.similarity, 4)
         if self.time is not None:
             out["time"] = round(self.time, 4)
+        if self.part:
+            out["part"] = self.part
         return out
 
 
