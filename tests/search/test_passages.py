@@ -3,8 +3,10 @@ and it is shown by the part that matched (issue 42, point 2)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -14,7 +16,10 @@ from recall.core.excerpts import excerpt
 from recall.core.passages import MAX_PASSAGES, PASSAGE_CHARS, passage_span, passage_spans
 from recall.core.tokens import TokenCounter
 from recall.search.base import Filters
+from recall.search.embeddings import default_embedder
+from recall.search.index import EMBED_MAX_TEXTS
 from recall.search.local import LocalIndex, LocalRow, words
+from recall.search.open import search_index
 from recall.search.passage_vectors import penalty_for
 
 COUNTER = TokenCounter("o200k_base")
@@ -148,3 +153,34 @@ def test_a_deep_passage_of_a_long_reply_is_recalled_on_both_stores(store_locatio
         at = LONG_REPLY.index(NEEDLE)
         start, end = passage_span(LONG_REPLY, item.score["part"]) or (0, 0)
         assert start <= at < end
+
+
+def test_long_messages_are_embedded_in_bounded_rounds(tmp_path: Path) -> None:
+    """A round of embedding takes at most EMBED_MAX_TEXTS texts, passages included: a batch of
+    long replies does not keep the model (and a worker waiting to stop) busy for a minute."""
+    model = default_embedder()
+    batches: list[int] = []
+
+    class Counting:
+        name, dim = model.name, model.dim
+
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+            batches.append(len(texts))
+            return model.embed(texts)
+
+    with Recall(tmp_path / "r.db", Settings(index_interval=0, embeddings="none")) as mem:
+        world = mem.world("w", create=True)
+        world.add_human("maria")
+        world.add_agent("desk")
+        per_message = 1 + len(passage_spans(LONG_REPLY))
+        count = EMBED_MAX_TEXTS // per_message + 3  # more than one round's worth
+        for i in range(count):
+            world.post("desk", f"{i}. {LONG_REPLY}")
+        store = mem.service.store
+        index = search_index(store, Counting())  # type: ignore[arg-type]
+        assert index is not None
+        index.index_messages(1000)
+        done = [index.embed_pending() for _ in range(3)]
+        assert done[0] == EMBED_MAX_TEXTS // per_message and sum(done) == count and done[2] == 0
+        assert batches and max(batches) <= EMBED_MAX_TEXTS
+        assert sum(batches) == count * per_message

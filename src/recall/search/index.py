@@ -47,7 +47,7 @@ from recall.search.base import (
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
 from recall.search.metadata import indexed
-from recall.search.passage_vectors import embed_with_passages, speaker_prefix
+from recall.search.passage_vectors import embed_with_passages, passage_texts, speaker_prefix
 from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 UNEMBEDDED_MAX = 16
 #: Texts whose query-time vectors are kept for the next searches (`FreshVectors`).
 FRESH_VECTORS = 2048
+#: Texts one round of `embed_pending` embeds at most, passages included (the round takes at
+#: least one item): a batch of long replies would otherwise run the model for a minute, and the
+#: index worker checks whether to stop only between rounds.
+EMBED_MAX_TEXTS = 256
 #: Largest embedding dimension accepted (backends write it into their DDL, so it is checked).
 MAX_DIM = 8192
 
@@ -385,7 +389,8 @@ class SearchIndex:
         return bool(row[0][0])
 
     def embed_pending(self, batch: int = 64) -> int:
-        """Embed up to `batch` items not embedded yet, oldest first; how many vectors were stored.
+        """Embed up to `batch` items not embedded yet, oldest first (fewer where long texts' passages
+        reach EMBED_MAX_TEXTS); how many items were stored.
 
         The model runs outside the store's lock (it takes tens of milliseconds; posts must not
         wait for it). An item deleted or replaced meanwhile is skipped: its row is gone, or its
@@ -399,8 +404,14 @@ class SearchIndex:
         )
         if not found:
             return 0
-        rows = [(r[0], r[1]) for r in found]
-        vectors = embed_with_passages(self.embedder, [(str(r[1]), speaker_prefix(str(r[2]), r[3])) for r in found])
+        items: list[list[str]] = []
+        for r in found:  # long texts embed their passages too: at most EMBED_MAX_TEXTS a round
+            texts = passage_texts(str(r[1]), speaker_prefix(str(r[2]), r[3]))
+            if items and sum(map(len, items)) + len(texts) > EMBED_MAX_TEXTS:
+                break
+            items.append(texts)
+        rows = [(r[0], r[1]) for r in found[: len(items)]]
+        vectors = embed_with_passages(self.embedder, items)
         with self._store._write() as db:
             # Storing vectors counts a change (the counter's row) before it updates the items;
             # a deletion of items updates them before it counts. Without the lock every writer

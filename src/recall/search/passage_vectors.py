@@ -39,23 +39,22 @@ PENALTY_PER_LOG = 0.05
 _GROWTH = 256
 
 
-def embed_with_passages(embedder: Embedder, texts: Sequence[tuple[str, str]]) -> list[NDArray[np.float32]]:
-    """For each (indexed text, its speaker prefix such as `maria: `), the text's vector, or for
-    a long text a matrix: that vector, then one per passage of what follows the prefix (each
-    embedded with the prefix, so a passage still says who said it). One run of the model."""
-    batch: list[str] = []
-    counts = []
-    for text, prefix in texts:
-        body = text[len(prefix) :] if prefix and text.startswith(prefix) else text
-        spans = passage_spans(body)
-        batch.append(text)
-        batch.extend(f"{prefix}{body[start:end]}" for start, end in spans)
-        counts.append(1 + len(spans))
-    vectors = np.asarray(embedder.embed(batch), dtype=np.float32)
+def passage_texts(text: str, prefix: str) -> list[str]:
+    """What is embedded for an indexed text that starts with its speaker's `prefix` (such as
+    `maria: `): the text itself, then (a long one) each passage of what follows the prefix,
+    with the prefix, so a passage still says who said it."""
+    body = text[len(prefix) :] if prefix and text.startswith(prefix) else text
+    return [text, *(f"{prefix}{body[start:end]}" for start, end in passage_spans(body))]
+
+
+def embed_with_passages(embedder: Embedder, items: Sequence[Sequence[str]]) -> list[NDArray[np.float32]]:
+    """For each item's `passage_texts`, its vector, or for a long text a matrix: its own vector,
+    then its passages'. One run of the model."""
+    vectors = np.asarray(embedder.embed([text for texts in items for text in texts]), dtype=np.float32)
     out, at = [], 0
-    for count in counts:
-        out.append(vectors[at] if count == 1 else vectors[at : at + count])
-        at += count
+    for texts in items:
+        out.append(vectors[at] if len(texts) == 1 else vectors[at : at + len(texts)])
+        at += len(texts)
     return out
 
 
