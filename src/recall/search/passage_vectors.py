@@ -113,18 +113,22 @@ class PassageVectors:
         """For each row `keep` passes that has passages: the row, its best passage's similarity
         to the query less its penalty (`penalty_for`), and that passage's part number."""
         owner = self.owner[: self.size]
-        live = np.flatnonzero(owner >= 0)
-        live = live[keep[owner[live]]]
-        if not len(live):
+        live = owner >= 0
+        live[live] = keep[owner[live]]
+        if not live.any():
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int32)
-        scores: NDArray[np.float32] = np.einsum("ij,j->i", self.matrix[live], query) - self.penalty[live]
-        rows = owner[live]
-        # Best first within each row, then the first of each row.
-        order = np.lexsort((-scores, rows))
-        rows, scores, parts = rows[order], scores[order], self.part[live][order]
-        first = np.ones(len(rows), dtype=bool)
-        first[1:] = rows[1:] != rows[:-1]
-        return rows[first], scores[first], parts[first]
+        # Every passage multiplied in place (gathering the live ones first copies the matrix:
+        # 7,500 passages, 11 MB, 13 ms a search), the dropped and filtered ones then left out.
+        scores: NDArray[np.float32] = np.einsum("ij,j->i", self.matrix[: self.size], query) - self.penalty[: self.size]
+        at = np.flatnonzero(live)
+        rows, scores = owner[at], scores[at]
+        # A row's passages lie together, in order: its best is the maximum of its run.
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        best = np.maximum.reduceat(scores, starts)
+        lengths = np.diff(np.r_[starts, len(rows)])
+        is_best = scores == np.repeat(best, lengths)
+        first = np.minimum.reduceat(np.where(is_best, np.arange(len(rows)), len(rows)), starts)
+        return rows[starts], best, self.part[at[first]]
 
     def joined(
         self,
