@@ -184,3 +184,16 @@ def test_long_messages_are_embedded_in_bounded_rounds(tmp_path: Path) -> None:
         assert done[0] == EMBED_MAX_TEXTS // per_message and sum(done) == count and done[2] == 0
         assert batches and max(batches) <= EMBED_MAX_TEXTS
         assert sum(batches) == count * per_message
+
+
+def test_a_pgvector_value_holds_as_many_passages_as_fit() -> None:
+    from recall.search.postgres import PGVECTOR_MAX_DIMS, _vector_text
+
+    def floats(text: str) -> list[float]:
+        return [float(x) for x in text.strip("[]").split(",")]
+
+    assert floats(_vector_text(np.array([0.5, -1.0], dtype=np.float32))) == [0.5, -1.0]
+    long_text = np.arange(41 * 384, dtype=np.float32).reshape(41, 384)  # MiniLM's most: all fit
+    assert floats(_vector_text(long_text)) == long_text.ravel().tolist()
+    wide = np.ones((50, 1024), dtype=np.float32)  # a wider model: whole vectors, as many as fit
+    assert len(floats(_vector_text(wide))) == (PGVECTOR_MAX_DIMS // 1024) * 1024

@@ -53,9 +53,16 @@ _DELETE_ITEMS = (
 )
 
 
+#: Dimensions of one pgvector value at most.
+PGVECTOR_MAX_DIMS = 16_000
+
+
 def _vector_text(vector: NDArray[np.float32]) -> str:
-    """A vector, or a long item's vectors one after another, as pgvector's text."""
-    return "[" + ",".join(f"{float(x):.7g}" for x in np.ravel(vector)) + "]"
+    """A vector, or a long item's vectors one after another (as many as one pgvector value
+    holds: with a model of more than 384 dimensions, fewer passages), as pgvector's text."""
+    rows = np.atleast_2d(vector)
+    kept = rows[: max(1, PGVECTOR_MAX_DIMS // rows.shape[1])]
+    return "[" + ",".join(f"{float(x):.7g}" for x in kept.ravel()) + "]"
 
 
 class PostgresSearch:
