@@ -83,7 +83,7 @@ class Settings:
     #: Most messages of the recent window a reply must follow (besides the triggering one) ...
     recent_window_messages: int = 4
     #: ... and its share of the budget (the message that does not fit is excerpted).
-    recent_window_share: float = 0.15
+    recent_window_share: float = 0.10
     #: Weight of recency in an older history message's score (its relevance × (1 + weight ×
     #: recency)), and the messages over which recency halves (0: relevance alone).
     recency_weight: float = 0.5

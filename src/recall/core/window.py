@@ -35,7 +35,7 @@ class WindowSettings:
     #: Most messages of the recent window (besides the triggering one).
     messages: int = 4
     #: Its share of the whole budget.
-    share: float = 0.15
+    share: float = 0.10
     #: The weight of recency in a history message's score, and the messages over which it halves.
     recency_weight: float = 0.5
     half_life: float = 4.0
