@@ -17,7 +17,7 @@ from functools import lru_cache
 from recall.core.tokens import TokenCounter
 
 #: Where a sentence ends: after . ! ? or a line break (abbreviations split too; harmless here).
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 ELLIPSIS = "…"
 #: Characters of a message an excerpt reads at most: the work of a build is bounded whatever
 #: a stored message's length (a pasted log of 350,000 characters is excerpted from its start).
@@ -36,7 +36,7 @@ class Excerpt:
 def sentences(text: str) -> list[tuple[int, str]]:
     """The sentences of a text, each with where it starts, whitespace collapsed, empty ones dropped."""
     found, start = [], 0
-    for end in _SENTENCE_END.finditer(text):
+    for end in SENTENCE_END.finditer(text):
         found.append((start, text[start : end.start()]))
         start = end.end()
     found.append((start, text[start:]))

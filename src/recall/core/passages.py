@@ -14,15 +14,13 @@ MAX_PASSAGES longer ones, so every stretch of it still has a vector, if a coarse
 
 from __future__ import annotations
 
-import re
+from recall.core.excerpts import SENTENCE_END
 
 #: Characters of a passage (about 200 word pieces of English, under the model's 256).
 PASSAGE_CHARS = 800
 #: Passages of one text at most (with the whole text's vector, 41 of 384 floats: within
 #: pgvector's 16,000 dimensions of one value).
 MAX_PASSAGES = 40
-#: Where a passage may end: after a sentence's end or a line break.
-_BREAK = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
 def passage_spans(text: str) -> list[tuple[int, int]]:
@@ -34,7 +32,7 @@ def passage_spans(text: str) -> list[tuple[int, int]]:
     target = max(PASSAGE_CHARS, -(-len(text) // MAX_PASSAGES))
     spans: list[tuple[int, int]] = []
     start = 0
-    ends = [m.end() for m in _BREAK.finditer(text)]
+    ends = [m.end() for m in SENTENCE_END.finditer(text)]  # a passage ends where a sentence does
     at = 0  # the first sentence end not yet passed
     while start < len(text) and len(spans) < MAX_PASSAGES - 1:
         if len(text) - start <= target:

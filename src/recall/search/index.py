@@ -405,9 +405,11 @@ class SearchIndex:
         if not found:
             return 0
         items: list[list[str]] = []
+        total = 0
         for r in found:  # long texts embed their passages too: at most EMBED_MAX_TEXTS a round
             texts = passage_texts(str(r[1]), speaker_prefix(str(r[2]), r[3]))
-            if items and sum(map(len, items)) + len(texts) > EMBED_MAX_TEXTS:
+            total += len(texts)
+            if items and total > EMBED_MAX_TEXTS:
                 break
             items.append(texts)
         rows = [(r[0], r[1]) for r in found[: len(items)]]
