@@ -177,3 +177,19 @@ ForbiddenError = PermissionDeniedError
 #: Why text with a NUL character is refused: PostgreSQL cannot store it, and the same input
 #: must be accepted or refused alike on every store.
 NUL_MESSAGE = "must not contain NUL (\\x00) characters"
+#: Why text with a lone surrogate (half of a UTF-16 pair, "\\ud800") is refused: it is not
+#: Unicode text, UTF-8 cannot encode it, so no store could keep it and no answer could carry it.
+SURROGATE_MESSAGE = "must be valid Unicode text: a lone surrogate (such as \\ud800) cannot be encoded as UTF-8"
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored alike on every store (NUL_MESSAGE, SURROGATE_MESSAGE), or
+    None when it can."""
+    if "\x00" in text:
+        return NUL_MESSAGE
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return SURROGATE_MESSAGE
+    return None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from recall.errors import NUL_MESSAGE, InvalidInputError
+from recall.errors import InvalidInputError, text_problem
 
 #: Ids of worlds, chats and participants (an ASCII word, see `service.ID_PATTERN`).
 MAX_ID = 64
@@ -66,8 +66,8 @@ def check_text(field: str, value: object, limit: int, *, required: bool = False)
         raise InvalidInputError(field, f"must be text, got {type(value).__name__}")
     if required and not value.strip():
         raise InvalidInputError(field, "must be non-empty text")
-    if "\x00" in value:
-        raise InvalidInputError(field, NUL_MESSAGE)
+    if problem := text_problem(value):
+        raise InvalidInputError(field, problem)
     if len(value) > limit:
         raise InvalidInputError(field, f"is {len(value):,} characters; the limit is {limit:,}")
     return value
@@ -138,8 +138,8 @@ def _walk(path: str, value: Any, depth: int) -> None:
     if value is None or isinstance(value, bool | int):
         return
     if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidInputError(path, NUL_MESSAGE)
+        if problem := text_problem(value):
+            raise InvalidInputError(path, problem)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -151,8 +151,8 @@ def _walk(path: str, value: Any, depth: int) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(path, f"keys must be text, got {key!r}")
-            if "\x00" in key:
-                raise InvalidInputError(path, f"keys {NUL_MESSAGE}")
+            if problem := text_problem(key):
+                raise InvalidInputError(path, f"keys {problem}")
             _walk(f"{path}.{key}", item, depth + 1)
         return
     if isinstance(value, list | tuple):

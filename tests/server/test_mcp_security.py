@@ -129,6 +129,22 @@ async def test_tools_refuse_nul_arguments_in_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_tools_refuse_a_lone_surrogate_in_process(tmp_path: Path) -> None:
+    """Issue 43, point 2: text UTF-8 cannot encode is refused naming the field, nothing stored."""
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        async with Client(build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")) as client:
+            note = await client.call_tool("remember", {"key": "k", "value": {"x": "\ud800"}})
+            assert note.is_error and "value.x: must be valid Unicode text" in text(note)
+            sent = await client.call_tool("messages", {"action": "send", "content": "@maria \ud800"})
+            assert sent.is_error and "content: must be valid Unicode text" in text(sent)
+            memory = await client.call_tool("memories", {"action": "add", "content": "green tea \udfff"})
+            assert memory.is_error and "content" in text(memory)  # pydantic refuses it first
+        assert mem.service.agent_state.notes("w", "agent-a") == []
+        assert mem.world("w").messages() == [] and mem.world("w").memories() == []
+
+
+@pytest.mark.anyio
 async def test_an_agent_cannot_delete_a_shared_memory_over_mcp(tmp_path: Path) -> None:
     with Recall(tmp_path / "recall.db", Settings()) as mem:
         make_world(mem)

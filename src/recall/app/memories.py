@@ -20,7 +20,7 @@ from recall import limits
 from recall.app.agent_state import MAX_MEMORY_TTL
 from recall.app.gate import require_may_delete_memory, require_may_update_memory
 from recall.app.worlds import Worlds
-from recall.errors import NUL_MESSAGE, InvalidInputError, PermissionDeniedError, UnknownMemoryError
+from recall.errors import InvalidInputError, PermissionDeniedError, UnknownMemoryError, text_problem
 from recall.store.base import Address, Memory, NewMemory, Store, WorldRecord
 from recall.store.world_records import Removed
 
@@ -72,8 +72,8 @@ def _check_note(content: object, type: object, importance: object, metadata: obj
     """The memory's content, stripped, once its fields are within their rules."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInputError("content", "must be non-empty text")
-    if "\x00" in content:
-        raise InvalidInputError("content", NUL_MESSAGE)
+    if problem := text_problem(content):
+        raise InvalidInputError("content", problem)
     if len(content) > MAX_NOTE_CHARS:
         raise InvalidInputError("content", f"at most {MAX_NOTE_CHARS:,} characters, got {len(content):,}")
     if not isinstance(type, str) or not NOTE_TYPE.fullmatch(type):

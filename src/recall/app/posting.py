@@ -14,7 +14,7 @@ from recall.app.validation import MAX_MESSAGE_ID, check_channel, check_chat, che
 from recall.app.worlds import Roster, Worlds
 from recall.core.models import Message
 from recall.core.routing import mentions, paragraph_mentions, resets_turns, sender_type
-from recall.errors import NUL_MESSAGE, InvalidInputError
+from recall.errors import InvalidInputError, text_problem
 from recall.settings import Settings
 from recall.store.base import NewMessage, Store, WorldRecord
 
@@ -62,8 +62,8 @@ class Posting:
         if not req.content.strip() and not (isinstance(req.metadata, Mapping) and req.metadata.get("tool_calls")):
             # Only an agent's message that carries tool calls may have no text.
             raise InvalidInputError("content", "must be non-empty text")
-        if "\x00" in req.content:
-            raise InvalidInputError("content", NUL_MESSAGE)
+        if problem := text_problem(req.content):
+            raise InvalidInputError("content", problem)
         limit = self.settings.max_message_chars
         if len(req.content) > limit:
             raise InvalidInputError("content", f"is {len(req.content)} characters; the limit is {limit}")

@@ -21,7 +21,7 @@ from recall.core.calls import version
 from recall.core.escaping import escape
 from recall.core.models import Message, SenderType
 from recall.core.tokens import TokenCounter
-from recall.errors import NUL_MESSAGE, InvalidInputError
+from recall.errors import InvalidInputError, text_problem
 from recall.limits import MAX_FACT_AVOID, MAX_FACT_CHARS, MAX_FACT_SOURCE, MAX_SECTION_CHARS, check_text
 
 CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "correction")
@@ -115,8 +115,8 @@ def validate_new_fact(fact: NewFact | Mapping[str, Any]) -> NewFact:
         )
     if not isinstance(fact.content, str) or not fact.content.strip():
         raise InvalidInputError("content", "must be non-empty text")
-    if "\x00" in fact.content:
-        raise InvalidInputError("content", NUL_MESSAGE)
+    if problem := text_problem(fact.content):
+        raise InvalidInputError("content", problem)
     if len(fact.content) > MAX_FACT_CHARS:
         raise InvalidInputError("content", f"at most {MAX_FACT_CHARS:,} characters, got {len(fact.content):,}")
     if fact.category not in CATEGORIES:

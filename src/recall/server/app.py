@@ -41,6 +41,7 @@ from recall.server.config import ServerConfig
 from recall.server.deps import ServerState
 from recall.server.guard import BodyLimits, RequestGuard
 from recall.server.inbox import MAX_WAIT_SECONDS
+from recall.server.json_body import JsonBody
 from recall.server.routes import ROUTERS
 from recall.server.schemas import pattern_in_words
 from recall.server.views import error
@@ -73,6 +74,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         # Served from the package by `docs.router`: the defaults load Swagger UI from a CDN.
         docs_url=None,
         redoc_url=None,
+        default_response_class=JsonBody,
     )
     app.state.recall = state
     # Keyless, only loopback Host names (no DNS rebinding); never a non-finite number in a body.

@@ -15,7 +15,6 @@ waiters.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
@@ -28,6 +27,7 @@ from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import responders
 from recall.server import views
+from recall.server.json_body import json_bytes
 from recall.server.writer import GroupCommit
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class CheckAnswer:
     def body(self) -> bytes:
         """The answer as the HTTP API sends it, encoded once however many checks share it."""
         if self._body is None:
-            self._body = json.dumps(self.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+            self._body = json_bytes(self.answer)
         return self._body
 
 

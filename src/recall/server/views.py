@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
-from starlette.responses import JSONResponse
-
 from recall.core.context_records import Context
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import Decision
+from recall.server.json_body import JsonBody
 from recall.store.base import WorldRecord
 
 
@@ -32,12 +31,12 @@ def error(
     *,
     headers: dict[str, str] | None = None,
     **more: Any,
-) -> JSONResponse:
+) -> JsonBody:
     """Every error body: `{"error": {"type", "message", "field"?, …}}`."""
     body: dict[str, Any] = {"type": kind, "message": message}
     if field is not None:
         body["field"] = field
-    return JSONResponse({"error": {**body, **more}}, status_code=status, headers=headers)
+    return JsonBody({"error": {**body, **more}}, status_code=status, headers=headers)
 
 
 def each(records: Iterable[Record]) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ caller's tenant. What each deletion takes with it, and what an export holds, is 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -19,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from recall.app.gate import Principal
 from recall.server import views
 from recall.server.deps import state_of, tenant_key, tenant_world
+from recall.server.json_body import json_bytes
 from recall.store.base import WorldRecord
 
 router = APIRouter(tags=["lifecycle"])
@@ -82,9 +82,9 @@ def export_world(request: Request, record: Annotated[WorldRecord, tenant_world("
     record with the counts (a download cut short is refused by an import)."""
     records = state_of(request).service.exports.export_world(record.key)
 
-    def lines() -> Iterator[str]:  # iterated in a worker thread: it reads the store
+    def lines() -> Iterator[bytes]:  # iterated in a worker thread: it reads the store
         for item in records:
-            yield json.dumps(item, ensure_ascii=False, allow_nan=False) + "\n"
+            yield json_bytes(item) + b"\n"
 
     return StreamingResponse(
         lines(), media_type=NDJSON, headers={"Content-Disposition": f'attachment; filename="{record.id}.jsonl"'}
