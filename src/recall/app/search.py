@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 SEARCH_KINDS = ("message", "memory", "fact")
 SEARCH_METHODS = ("hybrid", "bm25", "vector")
+#: An agent's search leaves out the messages it did not hear; while they crowd out the hits it
+#: asked for, the index is asked for a list this many times deeper, up to MAX_HEARD_POOL hits.
+HEARD_POOL_GROWTH = 4
+MAX_HEARD_POOL = 4000
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,7 @@ class Searcher:
         _check_options(query, kinds, k, method, min_score)
         parse_metadata(metadata)  # refused whether or not there is anything to search
         owners: list[str] | None = None
+        resolved_key = ""
         if isinstance(space, str) and space.startswith("user:"):
             resolved = self.facts.scope(space, tenant)
         else:
@@ -160,8 +165,10 @@ class Searcher:
             if world.tenant != tenant:
                 raise UnknownWorldError(world.id)
             resolved = world.id
+            resolved_key = world.key
             if agent is not None:
-                owners = ["", self.worlds.get_agent(world.key, agent).id]
+                agent = self.worlds.get_agent(world.key, agent).id
+                owners = ["", agent]
             if self.memories is not None and "memory" in kinds and query.strip():
                 self.memories.purge_world(world.key)  # an expired memory is never found
         if self.index is None or not query.strip():
@@ -170,23 +177,41 @@ class Searcher:
         # keyword search always sees everything posted (vectors may still be on their way).
         if "message" in kinds:
             self.copy_new_messages()
-        hits = self.index.search(
-            query,
-            tenant=tenant,
-            space=resolved,
-            kinds=kinds,
-            k=k,
-            method=method,  # type: ignore[arg-type]  # checked against SEARCH_METHODS above
-            owners=owners,
-            chat_id=chat_id,
-            sender=sender,
-            since=since,
-            until=until,
-            min_importance=min_importance,
-            metadata=metadata,
-            now=now,
-        )
+        index = self.index
+
+        def best(depth: int) -> list[SearchHit]:
+            return index.search(
+                query,
+                tenant=tenant,
+                space=resolved,
+                kinds=kinds,
+                k=depth,
+                method=method,  # type: ignore[arg-type]  # checked against SEARCH_METHODS above
+                owners=owners,
+                chat_id=chat_id,
+                sender=sender,
+                since=since,
+                until=until,
+                min_importance=min_importance,
+                metadata=metadata,
+                now=now,
+            )
+
+        hits = best(k) if agent is None or "message" not in kinds else self._heard(resolved_key, agent, best, k)
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
+
+    def _heard(self, world_key: str, agent: str, best: Callable[[int], list[SearchHit]], k: int) -> list[SearchHit]:
+        """The `k` best hits once the messages the agent did not hear (or write) are left out,
+        as its recalled past leaves them out: when they crowd out `k`, a deeper list is asked
+        for (HEARD_POOL_GROWTH times as deep each time, at most MAX_HEARD_POOL hits)."""
+        depth = k
+        while True:
+            hits = best(depth)
+            heard = self.worlds.store.heard_ids(world_key, agent, [h.source_id for h in hits if h.kind == "message"])
+            kept = [h for h in hits if h.kind != "message" or h.source_id in heard]
+            if len(kept) >= k or len(hits) < depth or depth >= MAX_HEARD_POOL:
+                return kept[:k]
+            depth = min(depth * HEARD_POOL_GROWTH, MAX_HEARD_POOL)
 
     def refresh_index(self, *, graphs: bool = True) -> int:
         """Bring the search index fully up to date now (copy and embed everything pending, then,
