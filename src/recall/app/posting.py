@@ -203,6 +203,24 @@ class Posting:
         check_int("limit", limit, 1, 1000)
         return self.store.list_messages(world.key, check_chat(chat_id), after, limit, any_chat)
 
+    def heard(self, world_id: str, agent_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Those of the world's `messages` the agent heard or wrote (its memory, spec §1), in order."""
+        key = self.worlds.get_world(world_id).key
+        heard = self.store.heard_ids(key, agent_id, [m.id for m in messages])
+        return [m for m in messages if m.id in heard]
+
+    def delivered_to(self, world_id: str, messages: Sequence[Message]) -> dict[int, list[str]]:
+        """The agents each message was delivered to, read from the deliveries (not today's
+        roster: an agent added since heard none of them), by message id."""
+        key = self.worlds.get_world(world_id).key
+        ids = [m.id for m in messages]
+        out: dict[int, list[str]] = {m.id: [] for m in messages}
+        for agent in self.worlds.roster(key).agents:
+            for heard in self.store.heard_ids(key, agent, ids):
+                out[heard].append(agent)
+        authors = {m.id: m.sender.lower() for m in messages}
+        return {i: [a for a in agents if a.lower() != authors[i]] for i, agents in out.items()}
+
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
         """The world's chats (None: the default chat) with their message counts."""
         return self.store.list_chats(self.worlds.get_world(world_id).key)

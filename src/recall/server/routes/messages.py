@@ -8,7 +8,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from recall.app.posting import PostRequest
-from recall.app.service import RecallService
 from recall.core.models import Message
 from recall.core.routing import would_respond
 from recall.server import schemas, views
@@ -49,6 +48,7 @@ def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
 @router.get("/v1/worlds/{world}/messages", summary="A chat's messages, oldest first")
 def list_messages(
     request: Request,
+    who: Caller,
     record: WorldOf,
     chat_id: Annotated[str | None, Query(max_length=64)] = None,
     after: Annotated[int, Query(ge=0, le=2**62, description="cursor: only ids above this")] = 0,
@@ -58,14 +58,17 @@ def list_messages(
         bool, Query(description="add `delivered_to` and `would_respond` (the agents it addresses)")
     ] = False,
 ) -> dict[str, Any]:
-    service = state_of(request).service
-    messages = service.posting.messages(record.key, chat_id, after, limit, all_chats)
+    """With an agent's key, only what that agent heard or wrote: a page may then hold fewer than
+    `limit` messages, and `next_after` still goes on from the last message read."""
+    posting = state_of(request).service.posting
+    page = posting.messages(record.key, chat_id, after, limit, all_chats)
+    shown = page if who.agent is None else posting.heard(record.key, who.agent, page)
+    delivered = posting.delivered_to(record.key, shown) if detail else {}
     return {
-        "messages": [_detailed(service, record.key, m) if detail else m.to_dict() for m in messages],
-        "next_after": messages[-1].id if len(messages) == limit else None,
+        "messages": [_detailed(m, delivered[m.id]) if detail else m.to_dict() for m in shown],
+        "next_after": page[-1].id if len(page) == limit else None,
     }
 
 
-def _detailed(service: RecallService, world_key: str, message: Message) -> dict[str, Any]:
-    delivered = service.worlds.recipients(world_key, message)
+def _detailed(message: Message, delivered: list[str]) -> dict[str, Any]:
     return views.detailed(message, delivered, [agent for agent in delivered if would_respond(agent, message)])
