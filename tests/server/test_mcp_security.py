@@ -145,6 +145,28 @@ async def test_tools_refuse_a_lone_surrogate_in_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_context_budget_past_the_cap_is_refused_everywhere(tmp_path: Path) -> None:
+    """Issue 43, point 9: one cap (MAX_CONTEXT_TOKENS), enforced in the service, so MCP, REST
+    and the Python API refuse the same budget."""
+    from recall.app.validation import MAX_CONTEXT_TOKENS
+    from recall.errors import InvalidInputError
+
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        async with Client(build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")) as client:
+            huge = await client.call_tool("context", {"max_tokens": 10**15})
+            assert huge.is_error and "max_tokens" in text(huge)
+            capped = await client.call_tool("context", {"max_tokens": MAX_CONTEXT_TOKENS})
+            assert not capped.is_error
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            mem.world("w").agent("agent-a").context(max_tokens=MAX_CONTEXT_TOKENS + 1)
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            mem.service.contexts.build_context("w", "agent-a", max_tokens=10**15)
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            mem.world("w").add_agent("agent-c", max_tokens=10**15)
+
+
+@pytest.mark.anyio
 async def test_an_agent_cannot_delete_a_shared_memory_over_mcp(tmp_path: Path) -> None:
     with Recall(tmp_path / "recall.db", Settings()) as mem:
         make_world(mem)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from recall.app.agent_state import AgentState
 from recall.app.posting import Posting
 from recall.app.validation import (
+    MAX_CONTEXT_TOKENS,
     MAX_HISTORY_LIMIT,
     MAX_MESSAGE_ID,
     check_channel,
@@ -111,7 +112,7 @@ class Contexts:
         budget = max_tokens if max_tokens is not None else agent.max_tokens
         if budget is None:
             budget = context_window(model) - self.settings.reply_reserve
-        check_int("max_tokens", budget, 1)
+        check_int("max_tokens", budget, 1, MAX_CONTEXT_TOKENS)
         depth = history_limit if history_limit is not None else agent.history_limit
         depth = check_int(
             "history_limit", self.settings.history_limit if depth is None else depth, 0, MAX_HISTORY_LIMIT

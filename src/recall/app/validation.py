@@ -18,6 +18,9 @@ from recall.errors import InvalidInputError
 ID_PATTERN = re.compile(r"[A-Za-z0-9_]+(?:[-_][A-Za-z0-9_]+)*", re.ASCII)
 MAX_ID_LENGTH = 64
 MAX_HISTORY_LIMIT = 10_000
+#: The largest context budget in tokens: far beyond any model's window, small enough that one
+#: request cannot make a build hold the whole store in memory.
+MAX_CONTEXT_TOKENS = 10_000_000
 #: Message ids fit SQLite's and PostgreSQL's 64-bit integers with room to spare.
 MAX_MESSAGE_ID = 2**62
 #: The largest id an import may keep (messages, observations, notes, facts). Ids are one

@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from recall import limits
-from recall.app.validation import MAX_HISTORY_LIMIT, check_channel, check_id, check_int, check_recalled_setting
+from recall.app.validation import (
+    MAX_CONTEXT_TOKENS,
+    MAX_HISTORY_LIMIT,
+    check_channel,
+    check_id,
+    check_int,
+    check_recalled_setting,
+)
 from recall.core.models import AgentProfile, ContextFilter, Message
 from recall.core.routing import RESERVED_SENDERS
 from recall.errors import (
@@ -81,7 +88,7 @@ def _validate_profile(agent_id: str, settings: Mapping[str, Any]) -> AgentProfil
     if settings.get("history_limit") is not None:
         values["history_limit"] = check_int("history_limit", settings["history_limit"], 0, MAX_HISTORY_LIMIT)
     if settings.get("max_tokens") is not None:
-        values["max_tokens"] = check_int("max_tokens", settings["max_tokens"], 1)
+        values["max_tokens"] = check_int("max_tokens", settings["max_tokens"], 1, MAX_CONTEXT_TOKENS)
     for name in RECALLED_SETTINGS:
         if settings.get(name) is not None:
             values[name] = check_recalled_setting(name, settings[name])

@@ -29,6 +29,7 @@ from recall import __version__
 from recall.app.gate import Gate, Principal
 from recall.app.memories import memory_changes
 from recall.app.service import RecallService
+from recall.app.validation import MAX_CONTEXT_TOKENS
 from recall.errors import RecallError
 from recall.server import views
 from recall.server.deps import KeyRing
@@ -190,7 +191,12 @@ def build_mcp_server(
         agent: Agent = None,
         chat_id: ChatId = None,
         max_tokens: Annotated[
-            int | None, Field(description="Token budget (default: the model's window minus a reply reserve)", ge=1)
+            int | None,
+            Field(
+                description="Token budget (default: the model's window minus a reply reserve)",
+                ge=1,
+                le=MAX_CONTEXT_TOKENS,
+            ),
         ] = None,
         history_limit: Annotated[
             int | None, Field(description="Messages of history (default: the agent's setting)", ge=0, le=10_000)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recall.app.memories import NOTE_TYPE
-from recall.app.validation import ID_PATTERN, MAX_ID_LENGTH, check_id
+from recall.app.validation import ID_PATTERN, MAX_CONTEXT_TOKENS, MAX_ID_LENGTH, check_id
 from recall.errors import InvalidInputError
 
 #: The patterns the schemas below hold, the same the Python API checks; OpenAPI shows them to
@@ -64,7 +64,7 @@ class AgentIn(Body):
     guidelines: list[str] = Field(default_factory=list, max_length=100)
     channel: Literal["chat", "call", "sms", "email"] | None = None
     history_limit: int | None = Field(default=None, ge=0, le=10_000)
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_TOKENS)
     context_filter: Literal["addressed", "all"] = "addressed"
     model: str | None = Field(default=None, max_length=200)
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
@@ -86,7 +86,7 @@ class AgentPatch(Body):
     guidelines: list[str] | None = Field(default=None, max_length=100)
     channel: Literal["chat", "call", "sms", "email"] | None = None
     history_limit: int | None = Field(default=None, ge=0, le=10_000)
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_TOKENS)
     context_filter: Literal["addressed", "all"] | None = None
     model: str | None = Field(default=None, max_length=200)
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
@@ -126,7 +126,7 @@ class DecideIn(Body):
 
 class ContextIn(Body):
     chat_id: str | None = Field(default=None, max_length=64)
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_TOKENS)
     history_limit: int | None = Field(default=None, ge=0, le=10_000)
     message_id: int | None = Field(default=None, ge=1, le=2**62)
     channel: Literal["chat", "call", "sms", "email"] | None = None
@@ -140,7 +140,7 @@ class ContextIn(Body):
 class CompareIn(Body):
     #: Another recorded call of the agent; without it the call is rebuilt now with the settings.
     other: str | None = Field(default=None, min_length=1, max_length=64)
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_TOKENS)
     history_limit: int | None = Field(default=None, ge=0, le=10_000)
     channel: Literal["chat", "call", "sms", "email"] | None = None
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
