@@ -66,6 +66,9 @@ class MemoryFields(TypedDict, total=False):
 #: Memory types written only by recall's adapters (`integrations/langgraph.py` stores its items
 #: as memories of this type, read back by type and metadata).
 RESERVED_TYPES = ("langgraph",)
+#: Metadata keys only those adapters write (the LangGraph store's owner, namespace labels and
+#: indexed values: what its searches filter on, so no forged item can pass them).
+RESERVED_METADATA_PREFIXES = ("langgraph:",)
 
 
 def _check_note(content: object, type: object, importance: object, metadata: object) -> str:
@@ -86,9 +89,15 @@ def _check_note(content: object, type: object, importance: object, metadata: obj
     return content.strip()
 
 
-def _check_type(type: object) -> None:
+def _check_not_reserved(type: object, metadata: object) -> None:
+    """Refuse what only recall's adapters write: their types and their metadata keys."""
     if type in RESERVED_TYPES:
         raise InvalidInputError("type", f"{type!r} is reserved for recall's own adapter; pick another type")
+    for key in metadata if isinstance(metadata, Mapping) else ():
+        if isinstance(key, str) and key.startswith(RESERVED_METADATA_PREFIXES):
+            raise InvalidInputError(
+                f"metadata.{key}", "keys starting 'langgraph:' are reserved for recall's LangGraph store"
+            )
 
 
 def expiry(expires_at: datetime | None, ttl: timedelta | float | None, now: datetime) -> datetime | None:
@@ -186,7 +195,7 @@ class Memories:
         says the rest). It expires at `expires_at` or `ttl` seconds from now (`expiry`), or never.
         The types recall's adapters write (RESERVED_TYPES) are refused: no caller can forge their
         items."""
-        _check_type(type)
+        _check_not_reserved(type, fields.get("metadata"))
         now = clock()
         if fields.get("created_at") is None:
             fields["created_at"] = now  # a ttl counts from the very time it was written
@@ -304,9 +313,9 @@ class Memories:
                 " that store"
             )
         type_ = changes.get("type", note.type)
-        _check_type(type_)
         importance = changes.get("importance", note.importance)
         metadata = changes.get("metadata", note.metadata)
+        _check_not_reserved(type_, metadata)
         text = _check_note(changes.get("content", note.content), type_, importance, metadata)
         now = clock()
         expires = note.expires_at
