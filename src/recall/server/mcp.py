@@ -34,6 +34,7 @@ from recall.errors import RecallError
 from recall.server import views
 from recall.server.deps import KeyRing
 from recall.server.inbox import MAX_WAIT_SECONDS, InboxChecks, InboxQuery, Notifier, run_check
+from recall.server.mcp_answers import Answer, answer
 from recall.server.ratelimit import RateLimiter
 from recall.server.schemas import MAX_TTL_SECONDS
 from recall.store.base import WorldRecord
@@ -164,7 +165,7 @@ def build_mcp_server(
         idempotency_key: Annotated[
             str | None, Field(description="send: the same key never posts twice", min_length=1, max_length=200)
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> Answer:
         """Check the agent's inbox for messages addressed to it, or send a message as the agent.
 
         check returns {new_mentions, context, context_metadata}: the new messages to answer, oldest first.
@@ -177,12 +178,12 @@ def build_mcp_server(
                 )
                 # A post wakes the waiting checks of the agents it is for (see inbox.py).
                 notifier.notify(world_id, message)
-                return views.sent(message)
+                return answer(views.sent(message), shrink="a shorter message")
             query = InboxQuery(
                 limit, include_context, context_limit, session, chat_id, refresh, mark_read, wait, timeout, record
             )
             checked = await run_check(notifier, world_id, agent_id, query, checks, poll_interval=poll_interval)
-            return checked.answer
+            return answer(checked.answer, shrink="a smaller context_limit or limit")
 
     @server.tool(name="context")
     def context(
@@ -215,7 +216,7 @@ def build_mcp_server(
         record: Annotated[
             bool, Field(description="Record it as a model call (for a context sent to a model): its id is call_id")
         ] = False,
-    ) -> dict[str, Any]:
+    ) -> Answer:
         """The context for the agent's next model call in a chat, with a report of what was left out and why.
 
         Returns {messages, report}, plus {system} for the anthropic format and {call_id} when recorded."""
@@ -233,7 +234,7 @@ def build_mcp_server(
             )
             if record:
                 built = service.calls.record(built, "mcp")
-            return views.context(built, format)
+            return answer(views.context(built, format), shrink="a smaller max_tokens")
 
     Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
 
