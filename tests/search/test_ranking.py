@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 import pytest
 
 from recall.search.base import Candidate
-from recall.search.ranking import FEATURES, TIME_SCALE_DAYS, features, rank
+from recall.search.ranking import (
+    BASE_FEATURES,
+    FEATURES,
+    LENGTH_CAP_CHARS,
+    LONG_CHARS,
+    TIME_SCALE_DAYS,
+    features,
+    rank,
+)
 from recall.search.when import named_periods
 
 
@@ -36,6 +44,25 @@ def test_features_of_candidates_found_by_one_method_or_both() -> None:
     # Neighbours lend their scores: 3 follows 1 in its chat.
     assert named[3]["neighbour_keyword"] == 1.0 and named[1]["neighbour_similarity"] == pytest.approx(0.8)
     assert named[2]["neighbour_keyword"] == 0.0
+    # How far each is from the best match; short chat lines: nothing past the length cap.
+    assert named[3]["similarity_gap"] == 0.0 and named[1]["similarity_gap"] == pytest.approx(-0.2)
+    assert all(named[i]["over_length"] == 0.0 and named[i]["long_share"] == 0.0 for i in named)
+    assert all(value == 0.0 for i in named for name, value in named[i].items() if name.endswith("*long_share"))
+
+
+def test_long_replies_among_the_candidates_slide_the_weights() -> None:
+    """Each feature is given again multiplied by the share of candidates longer than LONG_CHARS:
+    among long model replies the model weighs the features as it learnt to there."""
+    reply = "assistant: " + "Here is a detailed plan for your sprint. " * 40
+    keyword = [_row(1, reply, -6.0, sender="assistant"), _row(2, "maria: the deadline is Friday", -3.0)]
+    vector = [_row(2, "maria: the deadline is Friday", 0.5), _row(3, "maria: ok", 0.9)]
+    found = features("When is the deadline?", keyword, vector, {})
+    named = {item: dict(zip(FEATURES, values, strict=True)) for item, values in found.items()}
+    assert len(reply) > LONG_CHARS and all(named[i]["long_share"] == pytest.approx(1 / 3) for i in named)
+    assert named[1]["over_length"] == pytest.approx(math.log1p(len(reply) - LENGTH_CAP_CHARS))
+    assert named[1]["length"] == pytest.approx(math.log1p(LENGTH_CAP_CHARS))
+    for name in BASE_FEATURES:
+        assert named[1][f"{name}*long_share"] == pytest.approx(named[1][name] / 3)
 
 
 def test_rank_orders_by_probability_and_explains_each_hit() -> None:
@@ -73,5 +100,6 @@ def test_a_named_time_favours_what_was_said_then() -> None:
     assert [h.source_id for h in rank(query, keyword, [], {}, 3, None, periods)] == [20, 30, 10]
     # A query naming no time: the time features are 0 and the order is the lists' own.
     plain = features("What did Maria eat?", keyword, [], {})
-    assert all(values[-2:] == [0.0, 0.0] for values in plain.values())
+    times = [FEATURES.index("time_inside"), FEATURES.index("time_near")]
+    assert all([values[i] for i in times] == [0.0, 0.0] for values in plain.values())
     assert [h.source_id for h in rank("What did Maria eat?", keyword, [], {}, 3)] == [10, 20, 30]

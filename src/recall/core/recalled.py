@@ -215,7 +215,9 @@ def pack_recalled(
     history_items: list[ReportItem] = []
     notes = list(req.notes)
     cap = min(room, s.max_tokens)
-    best = max((c.score for c in req.candidates), default=0.0)
+    # The best of what could be recalled: not the incoming message, which matches its own words
+    # best of all and would set the bar for everything else, nor what the context shows anyway.
+    best = max((c.score for c in req.candidates if c.id not in shown), default=0.0)
     floor = s.cutoff * best
     # A passage that matches by meaning alone (no word in common) scores low in a ranking that
     # weighs words: one nearly as similar as the most similar candidate is never cut by score.
@@ -231,6 +233,7 @@ def pack_recalled(
     chosen: list[tuple[HistoryCandidate, ContextMessage, dict[str, Any]]] = []
     render_lines = Lines(counter, chat_id, req.terms, req.words, s.excerpt_tokens)
     in_pool = {h.whole.source_id for h in history}
+    parts = {c.id: c.part for c in req.candidates if c.part}
 
     def out(c: RecallCandidate, reason: str) -> None:
         items.append(ReportItem("message", c.id, False, SECTION, reason, 0, c.sender, c.chat_id, c.scores()))
@@ -305,7 +308,8 @@ def pack_recalled(
             and before.id not in taken
             and before.id not in hidden
         ):
-            lines.insert(0, render_lines.turn(before, neighbour_of=c.id))
+            # Excerpted around its own passage when the search matched one (it may rank lower).
+            lines.insert(0, render_lines.turn(before, neighbour_of=c.id, part=parts.get(before.id, 0)))
         cost = 0 if turns else overhead
         new_groups: list[str] = []
         for line in lines:
@@ -380,6 +384,8 @@ def _block(
     for rank_order, (c, lines) in enumerate(picked, 1):
         for line in lines:
             score: dict[str, Any] = c.scores() if line.neighbour_of is None else {"neighbour_of": line.neighbour_of}
+            if line.neighbour_of is not None and line.part:
+                score["part"] = line.part  # a neighbour excerpted around the passage that matched
             score["passage"] = rank_order
             if line.excerpt:
                 score["excerpt"] = True

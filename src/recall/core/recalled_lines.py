@@ -30,6 +30,8 @@ class Turn(NamedTuple):
     tokens: int
     label: str
     neighbour_of: int | None = None
+    #: The passage it was excerpted around (`core.passages`; 0: none).
+    part: int = 0
 
 
 def group_label(message: Message, chat_id: str | None) -> str:
@@ -98,7 +100,7 @@ class Lines:
             if tokens - self._speaker(message.sender) - 1 <= self.excerpt_tokens:
                 return Turn(message, whole, False, tokens, label, neighbour_of)
         cut = excerpt(text, self.terms, self.words, self.counter, self.excerpt_tokens, passage_span(text, part))
-        turn = Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of)
+        turn = Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of, part if cut.cut else 0)
         return turn._replace(tokens=self.counter.count(f"{line(turn)}\n"))
 
     def shorter_than(self, turn: Turn, tokens: int) -> bool:

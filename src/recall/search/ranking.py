@@ -14,11 +14,21 @@ with a logistic model over features that every search has at hand:
 - `speaker`: 1 when the query names the message's sender (questions say whose life they ask
   about);
 - `length`: log(1 + characters), up to LENGTH_CAP_CHARS: a turn that carries information is
-  seldom a one-liner, but a long reply is not more likely to answer for being long (model
-  output runs to thousands of characters; the fit saw chat lines, 99 % under 330);
+  seldom a one-liner; and `over_length`, log(1 + the characters past that cap): a long model
+  reply is not more likely to answer for being long (on BEAM less likely: its answers are
+  mostly what the user said);
+- `similarity_gap`: its similarity minus the best similarity among the candidates (how far it
+  is from the best match of this query, whatever the query's own level of similarities);
 - `time_inside` and `time_near`: when the query names a time ("on May 8, 2023", "last week":
   `when.named_periods`), 1 if the candidate was written in it, and exp(-days / 3) for how far
   outside it was written (both 0 when the query names no time).
+
+Which features tell an answer differs with the shape of the conversation: among chat lines the
+query's words point to it; among long model replies, which repeat the user's words back, the
+meaning does. So each feature is given twice, once as it is and once multiplied by `long_share`,
+the share of the candidates longer than LONG_CHARS (0 for chat lines, about one half where a
+user and an assistant alternate): one model, whose weights slide with the conversation's shape,
+not a rule per data set.
 
 The weights were fitted by logistic regression (evidence turns against the other candidates)
 across both shapes of conversation, each weighing the same: LoCoMo conversations 0-4 (short
@@ -47,12 +57,15 @@ HYBRID_MAX_EXTRA = 200
 RANK_K = 10
 #: Characters past which a message's length says no more (`length`).
 LENGTH_CAP_CHARS = 400
+#: A candidate longer than this (about 200 tokens: a model's reply, not a chat line) counts
+#: towards `long_share`.
+LONG_CHARS = 800
 #: Days over which `time_near` falls by a factor of e: a message from three days outside the
 #: period a question names may still tell of it ("last Friday ...").
 TIME_SCALE_DAYS = 3.0
 
 #: The logistic model's weights per feature, and its intercept (bench/locomo_fit.py).
-FEATURES = (
+BASE_FEATURES = (
     "keyword",
     "similarity",
     "keyword_rr",
@@ -63,11 +76,20 @@ FEATURES = (
     "neighbour_similarity",
     "time_inside",
     "time_near",
+    "over_length",
+    "similarity_gap",
 )
-WEIGHTS = (1.505, 5.287, 0.605, 2.731, -0.122, 0.237, 2.452, -1.687, 0.456, 0.118)
-INTERCEPT = -8.684
+FEATURES = (*BASE_FEATURES, "long_share", *(f"{name}*long_share" for name in BASE_FEATURES))
+# fmt: off
+WEIGHTS = (
+    2.828, 1.139, 1.977, 2.44, 0.88, 0.791, 2.551, 0.628, 0.826, 0.34, -0.311, 5.688,  # as they are
+    1.017,  # long_share
+    -3.319, 0.573, 0.313, 0.785, 0.0, 0.757, -2.529, 0.436, -0.157, -0.358, 0.105, -1.06,  # × long_share
+)
+# fmt: on
+INTERCEPT = -11.19
 #: ln(candidates that were not evidence / those that were) in that fit, each data set weighing
-#: the same (bench/locomo_fit.py: 1,848 evidence turns among 328,271 candidates).
+#: the same (bench/locomo_fit.py: 1,848 evidence turns among 328,230 candidates).
 PRIOR_LOG_ODDS = 4.672
 PRIOR_ODDS = math.exp(PRIOR_LOG_ODDS)
 
@@ -116,14 +138,17 @@ def features(
         return default if item is None else scores.get(item, default)
 
     distances = days_apart([float(c.created_at) for c in found.values()], periods) if periods else None
+    best_similarity = max(similarities.values(), default=0.0)
+    long_share = sum(1 for c in found.values() if c.chars > LONG_CHARS) / len(found) if found else 0.0
     out: dict[int, list[float]] = {}
     for n, (item, c) in enumerate(found.items()):
         before, after = neighbours.get(item, (None, None))
         sender = (c.sender or "").lower()
         apart = None if distances is None else float(distances[n])
-        out[item] = [
+        similar = similarities.get(item, floor)
+        row = [
             keyword_score.get(item, 0.0),
-            similarities.get(item, floor),
+            similar,
             1.0 / (RANK_K + keyword_rank[item]) if item in keyword_rank else 0.0,
             1.0 / (RANK_K + vector_rank[item]) if item in vector_rank else 0.0,
             1.0 if sender and sender in named else 0.0,
@@ -132,7 +157,10 @@ def features(
             max(near(before, similarities, floor), near(after, similarities, floor)),
             1.0 if apart == 0.0 else 0.0,
             0.0 if apart is None else math.exp(-apart / TIME_SCALE_DAYS),
+            math.log1p(max(0, c.chars - LENGTH_CAP_CHARS)),
+            similar - best_similarity,
         ]
+        out[item] = [*row, long_share, *(value * long_share for value in row)]
     return out
 
 
