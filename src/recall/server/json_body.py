@@ -14,9 +14,10 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 
-def json_bytes(value: Any) -> bytes:
-    """`value` as compact UTF-8 JSON, an unencodable character as its escape."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def json_bytes(value: Any, *, compact: bool = True) -> bytes:
+    """`value` as UTF-8 JSON (`compact`: no spaces after `,` and `:`), an unencodable character
+    as its escape."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":") if compact else None)
     return text.encode("utf-8", "backslashreplace")
 
 

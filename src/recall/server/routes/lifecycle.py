@@ -84,7 +84,7 @@ def export_world(request: Request, record: Annotated[WorldRecord, tenant_world("
 
     def lines() -> Iterator[bytes]:  # iterated in a worker thread: it reads the store
         for item in records:
-            yield json_bytes(item) + b"\n"
+            yield json_bytes(item, compact=False) + b"\n"  # an export's lines as they always were
 
     return StreamingResponse(
         lines(), media_type=NDJSON, headers={"Content-Disposition": f'attachment; filename="{record.id}.jsonl"'}
