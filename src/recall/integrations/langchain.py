@@ -53,7 +53,7 @@ from langchain_core.messages import (
 
 from recall.api import Recall, World
 from recall.app.posting import PostRequest
-from recall.app.validation import MAX_HISTORY_LIMIT
+from recall.app.validation import MAX_CONTEXT_TOKENS, MAX_HISTORY_LIMIT
 from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.recalled import SECTION as RECALLED
 from recall.core.routing import context_verdict, is_own
@@ -73,8 +73,9 @@ META = "langchain"
 #: The metadata field naming the agent a stored `SystemMessage` is for.
 SYSTEM_FOR = "langchain_system_for"
 #: The token budget of the context the recalled past is taken from: no budget, so the history
-#: that context holds is the whole view and the recalled past repeats none of it.
-_UNBOUNDED = 2**31 - 1
+#: that context holds is the whole view and the recalled past repeats none of it (the largest
+#: budget a context takes).
+_UNBOUNDED = MAX_CONTEXT_TOKENS
 
 
 def _tool_calls(message: AIMessage) -> list[dict[str, Any]]:
