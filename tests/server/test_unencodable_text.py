@@ -101,25 +101,3 @@ def test_text_an_older_recall_stored_is_still_read(client: httpx.Client, store_l
     exported = client.get("/v1/worlds/w/export")
     assert exported.status_code == 200 and exported.text.rstrip().endswith("}")
     assert any(json.loads(line).get("metadata") == {"note": LONE} for line in exported.text.splitlines())
-
-
-NUL_PATHS = [
-    ("GET", "/v1/worlds/w%00x"),
-    ("GET", "/v1/worlds/w%00x/messages"),
-    ("GET", "/v1/worlds/w/agents/agent-a%00"),
-    ("GET", "/v1/worlds/w/agents/agent-a%00/inbox"),
-    ("GET", "/v1/worlds/w/agents/agent-a/calls/c%00"),
-    ("GET", "/v1/worlds/w/agents/agent-a/calls/c%00/replay"),
-    ("DELETE", "/v1/worlds/w/humans/maria%00"),
-    ("DELETE", "/v1/worlds/w/agents/agent-a%00"),
-    ("GET", "/v1/scopes/user:maria%00/facts"),
-]
-
-
-@pytest.mark.parametrize(("method", "path"), NUL_PATHS)
-def test_a_nul_in_a_path_id_is_not_found_on_every_store(client: httpx.Client, method: str, path: str) -> None:
-    """Issue 43, point 16: PostgreSQL cannot compare text holding NUL; no such id exists."""
-    response = client.request(method, path)
-    assert response.status_code in (404, 422), (path, response.status_code, response.text)
-    assert "error" in response.json()
-    assert client.get("/v1/worlds/w").json()["humans"] == ["maria"]

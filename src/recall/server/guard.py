@@ -16,8 +16,6 @@
   later answer that holds them fail. A JSON body holding one is answered with 422 naming the
   place (`metadata.score`) before any route sees it. The service refuses them too, for the
   Python API and stdio MCP.
-- **No NUL in a path.** No id may hold NUL, and PostgreSQL cannot even compare text holding
-  one: a path with `%00` names nothing, and is answered 404 before any route looks it up.
 """
 
 from __future__ import annotations
@@ -143,10 +141,6 @@ class RequestGuard:
         headers = Headers(scope=scope)
         if self.loopback_only and not is_loopback_host(headers.get("host")):
             await _refuse_host(scope, receive, send)
-            return
-        if "\x00" in scope["path"]:
-            message = "nothing is found at a path holding a NUL character (%00): no id may contain one"
-            await error(404, "not_found", message)(scope, receive, send)
             return
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
