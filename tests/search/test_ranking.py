@@ -12,9 +12,11 @@ from recall.search.base import Candidate
 from recall.search.ranking import (
     BASE_FEATURES,
     FEATURES,
+    INTERCEPT,
     LENGTH_CAP_CHARS,
     LONG_CHARS,
     TIME_SCALE_DAYS,
+    WEIGHTS,
     features,
     rank,
 )
@@ -103,3 +105,19 @@ def test_a_named_time_favours_what_was_said_then() -> None:
     times = [FEATURES.index("time_inside"), FEATURES.index("time_near")]
     assert all([values[i] for i in times] == [0.0, 0.0] for values in plain.values())
     assert [h.source_id for h in rank("What did Maria eat?", keyword, [], {}, 3)] == [10, 20, 30]
+
+
+def test_rank_scores_as_the_full_model_does() -> None:
+    """`rank` folds `long_share` into the weights; its probabilities are those of the fitted
+    model over every one of `FEATURES`, as `bench/locomo_fit.py` fits it."""
+    reply = "assistant: " + "Here is a detailed plan for your sprint. " * 40
+    keyword = [_row(1, reply, -6.0, sender="assistant"), _row(2, "maria: the deadline is Friday", -3.0)]
+    vector = [_row(2, "maria: the deadline is Friday", 0.5), _row(3, "maria: ok", 0.9), _row(1, reply, 0.6)]
+    query = "When is the deadline?"
+    full = features(query, keyword, vector, {2: (1, 3)})
+    expected = {
+        item: 1 / (1 + math.exp(-(INTERCEPT + sum(v * w for v, w in zip(row, WEIGHTS, strict=True)))))
+        for item, row in full.items()
+    }
+    hits = rank(query, keyword, vector, {2: (1, 3)}, k=3)
+    assert {h.id: pytest.approx(expected[h.id], rel=1e-9) for h in hits} == {h.id: h.score for h in hits}

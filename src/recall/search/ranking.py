@@ -110,20 +110,16 @@ def hybrid_depth(k: int) -> int:
     return max(min(k * 4, k + HYBRID_MAX_EXTRA), HYBRID_MIN_DEPTH)
 
 
-def features(
+def _base_features(
     query: str,
     keyword: Sequence[Candidate],
     vector: Sequence[Candidate],
     neighbours: Mapping[int, tuple[int | None, int | None]],
     unembedded: Mapping[int, float] | None = None,
     periods: Sequence[Period] = (),
-) -> dict[int, list[float]]:
-    """Each candidate's features (in `FEATURES` order), by item id. `keyword` and `vector` are
-    each method's candidates, best first (score: lower is better); `neighbours` gives a
-    message's item the ids of the items of the messages before and after it
-    in its chat (None when they are not candidates); `unembedded` the similarity of keyword
-    candidates not embedded yet, computed for this query (a recent post is not pushed down for
-    lack of a stored vector); `periods` the times the query names (`when.named_periods`)."""
+) -> tuple[dict[int, list[float]], float]:
+    """Each candidate's BASE_FEATURES, by item id, and the pool's `long_share` (`features` says
+    what the arguments are)."""
     strength = {c.id: max(0.0, -float(c.score)) for c in keyword}
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
@@ -160,8 +156,26 @@ def features(
             math.log1p(max(0, c.chars - LENGTH_CAP_CHARS)),
             similar - best_similarity,
         ]
-        out[item] = [*row, long_share, *(value * long_share for value in row)]
-    return out
+        out[item] = row
+    return out, long_share
+
+
+def features(
+    query: str,
+    keyword: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    neighbours: Mapping[int, tuple[int | None, int | None]],
+    unembedded: Mapping[int, float] | None = None,
+    periods: Sequence[Period] = (),
+) -> dict[int, list[float]]:
+    """Each candidate's features (in `FEATURES` order), by item id. `keyword` and `vector` are
+    each method's candidates, best first (score: lower is better); `neighbours` gives a
+    message's item the ids of the items of the messages before and after it
+    in its chat (None when they are not candidates); `unembedded` the similarity of keyword
+    candidates not embedded yet, computed for this query (a recent post is not pushed down for
+    lack of a stored vector); `periods` the times the query names (`when.named_periods`)."""
+    rows, long_share = _base_features(query, keyword, vector, neighbours, unembedded, periods)
+    return {item: [*row, long_share, *(value * long_share for value in row)] for item, row in rows.items()}
 
 
 def rank(
@@ -177,8 +191,8 @@ def rank(
     found = {c.id: c for c in (*keyword, *vector)}
     keyword_rank, vector_rank = _places(keyword), _places(vector)
     distances = {c.id: c.score for c in vector}
-    valued = features(query, keyword, vector, neighbours, unembedded, periods)
-    scored = list(zip(valued, _probabilities(list(valued.values())), strict=True))
+    valued, long_share = _base_features(query, keyword, vector, neighbours, unembedded, periods)
+    scored = list(zip(valued, _probabilities(list(valued.values()), long_share), strict=True))
     scored.sort(key=lambda pair: -pair[1])  # stable: equal scores stay in first-seen order
     return [
         Ranked(
@@ -200,13 +214,19 @@ def rank(
     ]
 
 
-def _probabilities(values: Sequence[Sequence[float]]) -> list[float]:
-    """The logistic model's probability for each candidate's features (one matrix product)."""
+def _probabilities(values: Sequence[Sequence[float]], long_share: float) -> list[float]:
+    """The logistic model's probability for each candidate's BASE_FEATURES. `long_share` is one
+    number per search, so the model's features times it fold into the weights: each feature
+    weighs its own weight plus `long_share` times its interaction's (the `FEATURES` rows of
+    `features` are never built on this path)."""
     if not values:
         return []
+    base = len(BASE_FEATURES)
+    weights = np.asarray(WEIGHTS[:base], dtype=np.float64) + long_share * np.asarray(WEIGHTS[base + 1 :])
+    intercept = INTERCEPT + long_share * WEIGHTS[base]
     # Each row summed on its own (not a matrix product, whose kernel and order of summation
     # vary with the number of rows): a candidate scores the same in any search that finds it.
-    logits = INTERCEPT + (np.asarray(values, dtype=np.float64) * np.asarray(WEIGHTS, dtype=np.float64)).sum(axis=1)
+    logits = intercept + (np.asarray(values, dtype=np.float64) * weights).sum(axis=1)
     return [float(p) for p in 1.0 / (1.0 + np.exp(-logits))]
 
 
