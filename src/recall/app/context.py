@@ -300,6 +300,7 @@ class Contexts:
                 method="hybrid",
                 chat_id=(chat or "") if scope == "chat" else None,
                 now=now,
+                exclude=incoming_ids,
             )
             for hit in hits:
                 score = hit.score * weight
@@ -399,6 +400,11 @@ class Contexts:
         minimum = self.settings.long_term_min_importance
         # No expired memory goes in: the world's are purged, and any past its time since is left out.
         now = self.memories.purge_world(world.key) if self.memories is not None else datetime.now(UTC)
+        # The most important, for when nothing matches; none at all: nothing to search for (a
+        # search of a long conversation's words costs more than the rest of this block).
+        important = self.store.list_memories(world.key, owners, minimum, limit, now=now)
+        if not important:
+            return ContextBlock("long_term", "")
         notes: list[Memory] = []
         if conversation.strip() and self.index is not None:
             hits = self.index.search(
@@ -416,9 +422,7 @@ class Contexts:
                 if note is not None and not note.expired(now):
                     notes.append(note)
         if not notes:  # nothing to match against, or nothing matched: the most important
-            notes = self.store.list_memories(world.key, owners, minimum, limit, now=now)
-        if not notes:
-            return ContextBlock("long_term", "")
+            notes = important
         lines = [LONG_TERM_HEADER, *(f"- [{_day(n.created_at)}] {escape(_one_line(n.content))}" for n in notes)]
         items = tuple(
             {"kind": "memory", "id": n.id, "importance": n.importance, "version": version(line)}

@@ -10,6 +10,7 @@ way (the search index's stemmer), so this module knows nothing of the index.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,13 +44,27 @@ def sentences(text: str) -> list[tuple[int, str]]:
     return [(at, " ".join(s.split())) for at, s in found if s.strip()]
 
 
+@dataclass(frozen=True)
+class _Analysed:
+    """A text's sentences, where each starts, and which sentences hold each (normalised) word."""
+
+    parts: list[str]
+    starts: list[int]
+    holding: dict[str, list[int]]
+
+
 @lru_cache(maxsize=1024)
-def _analysed(text: str, words: Callable[[str], list[str]]) -> tuple[list[str], list[frozenset[str]], list[int]]:
-    """A text's sentences, each one's words (normalised by `words`) and where each starts,
-    remembered: the same long replies are excerpted in context after context, and normalising
-    their words (a stemmer) costs more than anything else in an excerpt."""
+def _analysed(text: str, words: Callable[[str], list[str]]) -> _Analysed:
+    """A text's sentences and their words, remembered: the same long replies are excerpted in
+    context after context, and normalising their words (a stemmer) costs more than anything
+    else in an excerpt. Words point at their sentences, so a query's few words find theirs
+    without a look at every sentence."""
     found = sentences(text)
-    return [s for _, s in found], [frozenset(words(s)) for _, s in found], [at for at, _ in found]
+    holding: dict[str, list[int]] = {}
+    for i, (_, sentence) in enumerate(found):
+        for word in set(words(sentence)):
+            holding.setdefault(word, []).append(i)
+    return _Analysed([s for _, s in found], [at for at, _ in found], holding)
 
 
 def excerpt(
@@ -72,7 +87,8 @@ def excerpt(
     # The characters read: the opening, or around a focus that lies beyond it.
     offset = 0 if focus is None or focus[0] < MAX_SCAN_CHARS // 2 else focus[0] - MAX_SCAN_CHARS // 2
     scanned = text[offset : offset + MAX_SCAN_CHARS]
-    parts, said, starts = _analysed(scanned, words)
+    analysed = _analysed(scanned, words)
+    parts, starts = analysed.parts, analysed.starts
     measured: dict[int, int] = {}
 
     def size(i: int) -> int:
@@ -80,11 +96,14 @@ def excerpt(
             measured[i] = counter.count(parts[i])
         return measured[i]
 
-    wanted = terms if isinstance(terms, (set, frozenset)) else frozenset(terms)
-    hits = [len(found & wanted) for found in said] if wanted else [0] * len(parts)
+    hits = [0] * len(parts)
+    for term in set(terms):
+        for i in analysed.holding.get(term, ()):
+            hits[i] += 1
     if focus is not None:
-        hits = [n + int(focus[0] <= offset + at < focus[1]) for n, at in zip(hits, starts, strict=True)]
-    best = max(range(len(parts)), key=lambda i: (hits[i], -i)) if parts else 0
+        for i in range(bisect_left(starts, focus[0] - offset), bisect_left(starts, focus[1] - offset)):
+            hits[i] += 1
+    best = hits.index(max(hits)) if parts else 0  # the most matching words; the first of equals
     keep = {best}
     used = size(best) if parts else 0
     # Grow around the best sentence: the better-matching side first, the following one on ties.
