@@ -17,7 +17,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -503,6 +503,7 @@ class SearchIndex:
         min_importance: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        exclude: Collection[int] = (),
     ) -> list[Ranked]:
         """The `k` best items of one tenant's space for `query`, best first, before their rows
         are read: ids, source ids and scores (`search` reads the rows; the recalled past reads
@@ -515,7 +516,9 @@ class SearchIndex:
         messages and memories (`metadata.parse`: facts never pass one). Every filter applies
         before the `k` best are picked. A hybrid search favours items from the times
         the query names; `now` is when relative ones ("last week") count back from (default:
-        the current time).
+        the current time). `exclude`: ids of messages that are no candidates at all (a context's
+        incoming messages, whose words are the query: they would match best of all and set the
+        scale every other candidate's keyword and similarity features are measured on).
         """
         check_query(query, k, method)
         filters = search_filters(tenant, space, kinds, owners, chat_id, sender, since, until, min_importance, metadata)
@@ -525,11 +528,18 @@ class SearchIndex:
             return []
         ran: Method = method if self.embedder is not None else "bm25"
         local = self._backend.copy.in_step()  # once per search: on PostgreSQL, a round trip
+
+        def kept(found: list[Candidate]) -> list[Candidate]:
+            if not exclude:
+                return found
+            return [c for c in found if c.kind != "message" or c.source_id not in exclude]
+
+        more = len(exclude)  # so `k` are left when the excluded are among the best
         if ran == "bm25":
             return [
                 # Positional: a context build ranks hundreds (keywords cost a slower path).
                 Ranked(c.id, c.kind, c.source_id, -c.score, ran, place, None, None, None, None, c.sender, c.chat_id)
-                for place, c in enumerate(self._keyword(local, query, filters, k), 1)
+                for place, c in enumerate(kept(self._keyword(local, query, filters, k + more))[:k], 1)
             ]
         if ran == "vector":
             return [
@@ -545,10 +555,13 @@ class SearchIndex:
                     chat_id=c.chat_id,
                     part=c.part,
                 )
-                for place, c in enumerate(self._vector(local, self._query_vector(query), filters, k), 1)
+                for place, c in enumerate(
+                    kept(self._vector(local, self._query_vector(query), filters, k + more))[:k], 1
+                )
             ]
         embedded = self._query_vector(query)
         keyword, vector, neighbours = self._candidates(local, query, embedded, filters, k)
+        keyword, vector = kept(keyword), kept(vector)
         unembedded = self._unembedded(local, embedded, keyword, vector)
         return rank(query, keyword, vector, neighbours, k, unembedded, named_periods(query, now))
 
