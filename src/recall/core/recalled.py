@@ -40,10 +40,13 @@ SECTION = "recalled"
 #: The fewest tokens a rendered turn takes (`speaker: x` and its line break).
 MIN_LINE_TOKENS = 4
 #: Packing reads the passages of about one candidate per this many tokens of room left (a
-#: passage with its neighbour and date line takes ~30-45 on LoCoMo and the context bench), and
-#: at least READ_AHEAD_MIN at a time.
+#: passage with its neighbour and date line takes ~30-45 on LoCoMo and the context bench), or
+#: per the tokens the lines packed so far took on average when they took more (an excerpt of a
+#: long reply ~180: reading 400 candidates for a 16,000-token room would read five times what
+#: fits), READ_AHEAD_MIN to READ_AHEAD_MAX at a time.
 READ_AHEAD_TOKENS = 40
 READ_AHEAD_MIN = 16
+READ_AHEAD_MAX = 128
 #: After this many candidates in a row found no room, the budget counts as full: the rest are
 #: `over-budget` unread, not each read and measured against the last few tokens.
 FULL_AFTER_MISSES = 4
@@ -171,12 +174,14 @@ class _Passages:
         self._takeable = takeable
         self._found: dict[int, Passage | None] = {}  # None: deleted since it was ranked
 
-    def at(self, at: int, room_left: int) -> Passage | None:
-        """The passage of the candidate at `at` (None: it is gone)."""
+    def at(self, at: int, room_left: int, per_line: int = READ_AHEAD_TOKENS) -> Passage | None:
+        """The passage of the candidate at `at` (None: it is gone); `per_line`: the tokens a
+        packed line has taken on average so far."""
         wanted = self._candidates[at].id
         if wanted not in self._found:
             ahead = (c for c in self._candidates[at:] if c.id not in self._found and self._takeable(c))
-            batch = list(itertools.islice(ahead, max(READ_AHEAD_MIN, room_left // READ_AHEAD_TOKENS)))
+            many = room_left // max(READ_AHEAD_TOKENS, per_line)
+            batch = list(itertools.islice(ahead, min(READ_AHEAD_MAX, max(READ_AHEAD_MIN, many))))
             found = self._read(batch)
             self._found.update((c.id, found.get(c.id)) for c in batch)
         return self._found[wanted]
@@ -295,7 +300,7 @@ def pack_recalled(
                 full_note = f"context full: {misses} candidates in a row did not fit, the rest were not read"
             out(c, why)
             continue
-        read = passages.at(at, left)
+        read = passages.at(at, left, recalled_used // len(turns) if turns else READ_AHEAD_TOKENS)
         if read is None:  # deleted since it was ranked
             continue
         lines = [render_lines.turn(read.message, part=c.part)]

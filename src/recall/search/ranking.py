@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -124,15 +125,14 @@ def _base_features(
     best = max(strength.values(), default=0.0)
     keyword_score = {i: (s / best if best > 0 else 0.0) for i, s in strength.items()}
     keyword_rank, vector_rank = _places(keyword), _places(vector)
-    similarities = {c.id: similarity(c.score) for c in vector}
-    floor = min(similarities.values(), default=0.0)
-    similarities = {**(unembedded or {}), **similarities}
+    embedded = {c.id: similarity(c.score) for c in vector}
+    floor = min(embedded.values(), default=0.0)
+    similarities = {**(unembedded or {}), **embedded}
     found = {c.id: c for c in (*keyword, *vector)}
     named = {m.group(0).lower() for m in _WORD.finditer(query)}
-
-    def near(item: int | None, scores: Mapping[int, float], default: float) -> float:
-        return default if item is None else scores.get(item, default)
-
+    # No item id is None: a missing neighbour (None) takes the default of a `get`.
+    keyword_of = cast("dict[int | None, float]", keyword_score).get
+    similarity_of = cast("dict[int | None, float]", similarities).get
     distances = days_apart([float(c.created_at) for c in found.values()], periods) if periods else None
     best_similarity = max(similarities.values(), default=0.0)
     long_share = sum(1 for c in found.values() if c.chars > LONG_CHARS) / len(found) if found else 0.0
@@ -141,7 +141,7 @@ def _base_features(
         before, after = neighbours.get(item, (None, None))
         sender = (c.sender or "").lower()
         apart = None if distances is None else float(distances[n])
-        similar = similarities.get(item, floor)
+        similar = similarity_of(item, floor)
         row = [
             keyword_score.get(item, 0.0),
             similar,
@@ -149,8 +149,8 @@ def _base_features(
             1.0 / (RANK_K + vector_rank[item]) if item in vector_rank else 0.0,
             1.0 if sender and sender in named else 0.0,
             math.log1p(min(c.chars, LENGTH_CAP_CHARS)),
-            max(near(before, keyword_score, 0.0), near(after, keyword_score, 0.0)),
-            max(near(before, similarities, floor), near(after, similarities, floor)),
+            max(keyword_of(before, 0.0), keyword_of(after, 0.0)),
+            max(similarity_of(before, floor), similarity_of(after, floor)),
             1.0 if apart == 0.0 else 0.0,
             0.0 if apart is None else math.exp(-apart / TIME_SCALE_DAYS),
             math.log1p(max(0, c.chars - LENGTH_CAP_CHARS)),
