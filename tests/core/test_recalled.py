@@ -13,6 +13,8 @@ from recall.core.excerpts import ELLIPSIS, excerpt, sentences
 from recall.core.recalled import (
     FULL_AFTER_MISSES,
     HEADER,
+    READ_AHEAD_MAX,
+    READ_AHEAD_MIN,
     SECTION,
     Passage,
     RecallCandidate,
@@ -206,6 +208,20 @@ def test_only_what_packing_reaches_is_read() -> None:
     recalled = pack(candidate(1, "the clear answer", 0.9), *weak, reads=reads)
     assert reads == [[1]]
     assert set(reasons(recalled).values()) == {None, "below-cutoff"}
+
+
+def test_long_passages_are_read_about_as_many_as_fit() -> None:
+    """A read asks for about one candidate per the tokens the lines packed so far took: long
+    passages (excerpts of ~80 tokens here) in a large room are not read 40 tokens' worth at a
+    time (that read 400 for a 16,000-token room and packed ~80)."""
+    reply = "We checked the invoice against the order and the totals matched line by line. " * 12
+    cands = [candidate(i, f"{i}: {reply}", 1 - i / 1000) for i in range(1, 601)]
+    reads: list[list[int]] = []
+    recalled = pack(*cands, room=16_000, reads=reads, max_tokens=16_000)
+    read = [i for batch in reads for i in batch]
+    included = [i.id for i in recalled.items if i.included]
+    assert len(included) > 100  # the room holds many: this is not a read of a few
+    assert len(read) <= 1.2 * len(included) + READ_AHEAD_MIN and len(reads[0]) <= READ_AHEAD_MAX
 
 
 def test_a_full_budget_stops_after_misses_in_a_row() -> None:

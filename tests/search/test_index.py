@@ -19,7 +19,7 @@ from recall import Recall, Settings
 from recall.app.posting import PostRequest
 from recall.core.models import Message, SenderType
 from recall.errors import InvalidInputError
-from recall.search.base import IndexItem, RowStore, message_text, query_terms
+from recall.search.base import IndexItem, Method, RowStore, message_text, query_terms
 from recall.search.embeddings import Embedder, default_embedder
 from recall.search.index import SearchIndex
 from recall.search.indexer import BackgroundIndexer
@@ -457,14 +457,25 @@ def test_without_an_embedder_searches_fall_back_to_bm25(store_location: str) -> 
         assert store._read("SELECT COUNT(embedding) FROM search_items")[0][0] == 0
 
 
-def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder) -> None:
-    """Its vector candidates and a fresh post it found by its words (not embedded yet) are
-    scored against one embedding of the query."""
+def _with_fresh_post(
+    setup: Setup, embedder: Embedder, content: str, chat: str
+) -> tuple[SearchIndex, list[list[str]], Any, Message]:
+    """An index whose model shows each batch of texts it embeds to the list returned, and a post
+    found by its words only (no vector yet)."""
     calls: list[list[str]] = []
     index = _index(setup.store, ModelAs(embedder, embedder.name, lambda texts: calls.append(list(texts))))
     world = setup.mem.world("w")
-    fresh = world.post("maria", "The courier lost the parcel of spare invoices.", chat="billing")
+    fresh = world.post("maria", content, chat=chat)
     index.index_messages()  # by its words: no vector yet
+    return index, calls, world, fresh
+
+
+def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder) -> None:
+    """Its vector candidates and a fresh post it found by its words (not embedded yet) are
+    scored against one embedding of the query."""
+    index, calls, world, fresh = _with_fresh_post(
+        setup, embedder, "The courier lost the parcel of spare invoices.", "billing"
+    )
     query = "who lost the parcel?"
     hits = index.search(query, tenant="", space=world.key, method="hybrid")
     assert fresh.id in [h.source_id for h in hits if h.kind == "message"]
@@ -472,14 +483,32 @@ def test_a_hybrid_search_embeds_its_query_once(setup: Setup, embedder: Embedder)
     assert any("lost the parcel" in text for texts in calls for text in texts)  # the fresh post, embedded now
 
 
+@pytest.mark.parametrize("method", ["hybrid", "bm25", "vector"])
+def test_excluded_messages_are_no_candidates_and_a_fresh_one_is_not_embedded(
+    setup: Setup, embedder: Embedder, method: Method
+) -> None:
+    """A context's incoming message is its query: it is excluded from the search (the other
+    candidates are measured as if it were not there), `k` hits are still given, and a fresh one
+    is not embedded for nothing."""
+    index, calls, world, fresh = _with_fresh_post(
+        setup, embedder, "@agent-a who sends the courier for my cracked laptop?", "ticket-7"
+    )
+    query = "who sends the courier for my cracked laptop?"
+    found = index.ranked(query, tenant="", space=world.key, method=method, k=3)
+    if method != "vector":  # a vector search cannot see what has no vector yet
+        assert fresh.id in [h.source_id for h in found]
+    calls.clear()
+    kept = index.ranked(query, tenant="", space=world.key, method=method, k=3, exclude={fresh.id})
+    assert fresh.id not in [h.source_id for h in kept] and len(kept) == 3
+    assert not any("cracked laptop?" in text and text != query for texts in calls for text in texts)
+
+
 def test_a_fresh_post_is_embedded_once_for_the_searches_that_meet_it(setup: Setup, embedder: Embedder) -> None:
     """Until the indexer stores its vector, every hybrid search that finds a fresh post by its
     words scores it by meaning; the vector made for the first is kept for the next ones."""
-    calls: list[list[str]] = []
-    index = _index(setup.store, ModelAs(embedder, embedder.name, lambda texts: calls.append(list(texts))))
-    world = setup.mem.world("w")
-    fresh = world.post("maria", "The courier lost the parcel of spare invoices.", chat="billing")
-    index.index_messages()  # by its words: no vector yet
+    index, calls, world, fresh = _with_fresh_post(
+        setup, embedder, "The courier lost the parcel of spare invoices.", "billing"
+    )
     for query in ("who lost the parcel?", "where is the lost parcel?"):
         hits = index.search(query, tenant="", space=world.key, method="hybrid")
         assert fresh.id in [h.source_id for h in hits if h.kind == "message"]
