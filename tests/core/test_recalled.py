@@ -186,6 +186,18 @@ def test_excerpt_keeps_a_whole_message_that_fits() -> None:
     assert sentences("One. Two!\nThree?") == [(0, "One."), (5, "Two!"), (10, "Three?")]
 
 
+def test_a_very_long_message_is_excerpted_where_the_query_words_are() -> None:
+    """Only a window of a long message is analysed (bounded work whatever its length): the one
+    where the query's words are, found anywhere in it, not its opening."""
+    filler = "The weather stayed mild and the meeting notes were filed as usual. " * 1_500  # ~100,000 chars
+    text = f"{filler}The parcel for Oslo left the depot on Friday. {filler}"
+    cut = excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 40)
+    assert cut.cut and "The parcel for Oslo left the depot on Friday." in cut.text
+    assert cut.text.startswith(ELLIPSIS) and cut.text.endswith(ELLIPSIS)
+    # No word of the query in it: its opening.
+    assert excerpt(text, {"zebra"}, _words, COUNTER, 40).text.startswith("The weather stayed mild")
+
+
 def test_excerpt_of_one_endless_sentence_is_clipped() -> None:
     cut = excerpt("invoice " * 500, {"invoic"}, _words, COUNTER, 30)
     assert cut.cut and cut.text.endswith(ELLIPSIS) and COUNTER.count(cut.text) <= 32

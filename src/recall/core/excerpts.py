@@ -9,6 +9,7 @@ way (the search index's stemmer), so this module knows nothing of the index.
 
 from __future__ import annotations
 
+import itertools
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Collection
@@ -20,9 +21,17 @@ from recall.core.tokens import TokenCounter
 #: Where a sentence ends: after . ! ? or a line break (abbreviations split too; harmless here).
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 ELLIPSIS = "…"
-#: Characters of a message an excerpt reads at most: the work of a build is bounded whatever
-#: a stored message's length (a pasted log of 350,000 characters is excerpted from its start).
-MAX_SCAN_CHARS = 40_000
+#: Characters of a message an excerpt analyses at most (splits into sentences and normalises
+#: the words of): the work of a build is bounded whatever a stored message's length. A longer
+#: message is analysed around the passage the search matched by meaning, else around where the
+#: query's words are densest (found by plain substring counts, which cost little even over
+#: 350,000 characters), else from its start.
+MAX_SCAN_CHARS = 12_000
+#: Sentences of it analysed at most (a window of one-word sentences holds thousands).
+MAX_SENTENCES = 400
+#: Query words shorter than this are not counted when looking for that place (a one- or
+#: two-letter word occurs inside most words).
+LOCATING_MIN_CHARS = 4
 #: Fewer characters than this per token are assumed of a text too long to count whole.
 CHARS_PER_TOKEN_BOUND = 12
 
@@ -84,9 +93,12 @@ def excerpt(
         whole = " ".join(text.split())
         if counter.count(whole) <= max_tokens:
             return Excerpt(whole, False)
-    # The characters read: the opening, or around a focus that lies beyond it.
-    offset = 0 if focus is None or focus[0] < MAX_SCAN_CHARS // 2 else focus[0] - MAX_SCAN_CHARS // 2
+    offset = _scan_offset(text, terms, focus)
     scanned = text[offset : offset + MAX_SCAN_CHARS]
+    # At most MAX_SENTENCES of them: the text ends where the next would start.
+    beyond = next(itertools.islice(SENTENCE_END.finditer(scanned), MAX_SENTENCES - 1, None), None)
+    if beyond is not None:
+        scanned = scanned[: beyond.start()]
     analysed = _analysed(scanned, words)
     parts, starts = analysed.parts, analysed.starts
     measured: dict[int, int] = {}
@@ -130,6 +142,25 @@ def excerpt(
     if chosen[-1] < len(parts) - 1 or offset + len(scanned) < len(text):
         out = f"{out} {ELLIPSIS}"
     return Excerpt(out, True)
+
+
+def _scan_offset(text: str, terms: Collection[str], focus: tuple[int, int] | None) -> int:
+    """Where the characters an excerpt analyses start (`MAX_SCAN_CHARS`): the start of a text
+    no longer than that; else around the focus; else the window, in steps of half its length,
+    holding the query's words most often (the first of equals: the opening when none is)."""
+    if len(text) <= MAX_SCAN_CHARS:
+        return 0
+    half = MAX_SCAN_CHARS // 2
+    if focus is not None:
+        return 0 if focus[0] < half else min(focus[0] - half, len(text) - MAX_SCAN_CHARS)
+    locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
+    if not locating:
+        return 0
+    lowered = text.lower()
+    # Each half counted once; a window is two halves in a row.
+    halves = [sum(lowered.count(t, at, at + half) for t in locating) for at in range(0, len(text), half)]
+    windows = [first + second for first, second in zip(halves, halves[1:], strict=False)]
+    return windows.index(max(windows)) * half
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:
