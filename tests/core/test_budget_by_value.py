@@ -175,3 +175,32 @@ def test_a_tool_call_and_its_result_go_in_together_or_not_at_all() -> None:
     roomy = build(memory, {3: 0.9}, max_tokens=4000, trigger_id=trigger)
     roles = [m["role"] for m in roomy.openai()]
     assert roles[roles.index("tool") - 1] == "assistant" and roomy.openai()[roles.index("tool") - 1]["tool_calls"]
+
+
+class _Recording(TokenCounter):
+    """A token counter that keeps the length of every text it counts."""
+
+    def __init__(self) -> None:
+        super().__init__("o200k_base")
+        self.lengths: list[int] = []
+
+    def count(self, text: str) -> int:
+        self.lengths.append(len(text))
+        return super().count(text)
+
+
+def test_a_history_message_longer_than_the_budget_holds_is_not_counted_whole() -> None:
+    """Bounded work whatever a message's length: a pasted log of 200,000 characters in the history
+    of a 2,000-token context is shown by its relevant part, never counted (or cut) whole."""
+    log = "The nightly export wrote its rows and closed the file without an error. " * 2_800  # ~200,000 chars
+    memory = conversation(
+        ("maria", "Here is the export log."),
+        ("maria", log + "The parcel table was empty at the end."),
+        ("maria", "@agent-b was the parcel table empty?"),
+    )
+    counter = _Recording()
+    ctx = build(memory, max_tokens=2000, terms=["parcel", "table", "empty"], counter=counter)
+    shown = "\n".join(str(m["content"]) for m in ctx.openai())
+    assert EXCERPT_MARK in shown and "The parcel table was empty at the end." in shown
+    assert ctx.report.total_tokens <= 2000
+    assert max(counter.lengths) < 20_000

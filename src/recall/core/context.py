@@ -23,6 +23,7 @@ from recall.core.context_records import (
     ReportItem,
 )
 from recall.core.escaping import escape
+from recall.core.excerpts import CHARS_PER_TOKEN_BOUND
 from recall.core.models import Message
 from recall.core.recalled import pack_recalled
 from recall.core.routing import context_verdict, is_own
@@ -104,9 +105,15 @@ def _role(agent_id: str, message: Message) -> tuple[str, str | None, dict[str, A
     return "user", message.sender, {}
 
 
-def _to_context_message(req: ContextRequest, message: Message, section: str) -> ContextMessage:
+def _to_context_message(req: ContextRequest, message: Message, section: str, exact: bool = False) -> ContextMessage:
+    """The message with its tokens: a lower bound above the budget for one longer than the whole
+    budget holds (a token is assumed fewer characters, as excerpts assume), never shown whole
+    and so never counted whole (100,000 characters: ~3 ms); `exact` (the trigger's) always."""
     role, name, extra = _role(req.agent.id, message)
-    tokens = req.counter.message(role, message.content, name, extra)
+    if not exact and len(message.content) > CHARS_PER_TOKEN_BOUND * req.max_tokens:
+        tokens = len(message.content) // CHARS_PER_TOKEN_BOUND
+    else:
+        tokens = req.counter.message(role, message.content, name, extra)
     return ContextMessage(role, message.content, section, tokens, name, message.id, extra)
 
 
@@ -173,7 +180,8 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
     originals = {m.id: m for m in (*scan.history, *scan.incoming)}
 
     system = [_system(req, req.system_prompt, "system_prompt")] if req.system_prompt else []
-    incoming_all = [_to_context_message(req, m, "incoming") for m in scan.incoming]
+    last = len(scan.incoming) - 1
+    incoming_all = [_to_context_message(req, m, "incoming", exact=n == last) for n, m in enumerate(scan.incoming)]
     history_all = [_to_context_message(req, m, "history") for m in scan.history]
     # Only the system prompt and the triggering message (the newest incoming) are never cut.
     trigger = incoming_all[-1:]

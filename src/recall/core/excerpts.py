@@ -93,12 +93,8 @@ def excerpt(
         whole = " ".join(text.split())
         if counter.count(whole) <= max_tokens:
             return Excerpt(whole, False)
-    offset = _scan_offset(text, terms, focus)
-    scanned = text[offset : offset + MAX_SCAN_CHARS]
-    # At most MAX_SENTENCES of them: the text ends where the next would start.
-    beyond = next(itertools.islice(SENTENCE_END.finditer(scanned), MAX_SENTENCES - 1, None), None)
-    if beyond is not None:
-        scanned = scanned[: beyond.start()]
+    offset, end = _window(text, terms if isinstance(terms, frozenset) else frozenset(terms), focus)
+    scanned = text[offset:end]
     analysed = _analysed(scanned, words)
     parts, starts = analysed.parts, analysed.starts
     measured: dict[int, int] = {}
@@ -144,23 +140,37 @@ def excerpt(
     return Excerpt(out, True)
 
 
-def _scan_offset(text: str, terms: Collection[str], focus: tuple[int, int] | None) -> int:
-    """Where the characters an excerpt analyses start (`MAX_SCAN_CHARS`): the start of a text
-    no longer than that; else around the focus; else the window, in steps of half its length,
-    holding the query's words most often (the first of equals: the opening when none is)."""
-    if len(text) <= MAX_SCAN_CHARS:
-        return 0
+def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
+    """Where the characters an excerpt analyses start and end: at most `MAX_SCAN_CHARS` of them
+    and `MAX_SENTENCES` sentences (the window ends where the next would start). A text no longer
+    than that is read from its start; a longer one around the focus, else in the window (in
+    steps of half its length) holding the query's words most often, the first of equals (the
+    opening when none is)."""
+    if len(text) <= 2 * MAX_SENTENCES:  # too short to hold more sentences (each takes two characters)
+        return 0, len(text)
+    return _long_window(text, terms, focus)
+
+
+@lru_cache(maxsize=1024)
+def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
+    """`_window` of a text that may need cutting, remembered: a build excerpts one message at
+    several sizes, and the builds after it the same messages for the same question."""
+    offset = 0
     half = MAX_SCAN_CHARS // 2
-    if focus is not None:
-        return 0 if focus[0] < half else min(focus[0] - half, len(text) - MAX_SCAN_CHARS)
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
-    if not locating:
-        return 0
-    lowered = text.lower()
-    # Each half counted once; a window is two halves in a row.
-    halves = [sum(lowered.count(t, at, at + half) for t in locating) for at in range(0, len(text), half)]
-    windows = [first + second for first, second in zip(halves, halves[1:], strict=False)]
-    return windows.index(max(windows)) * half
+    if len(text) <= MAX_SCAN_CHARS:
+        pass
+    elif focus is not None:
+        offset = 0 if focus[0] < half else min(focus[0] - half, len(text) - MAX_SCAN_CHARS)
+    elif locating:
+        lowered = text.lower()
+        # Each half counted once; a window is two halves in a row.
+        halves = [sum(lowered.count(t, at, at + half) for t in locating) for at in range(0, len(text), half)]
+        windows = [first + second for first, second in zip(halves, halves[1:], strict=False)]
+        offset = windows.index(max(windows)) * half
+    end = min(len(text), offset + MAX_SCAN_CHARS)
+    beyond = next(itertools.islice(SENTENCE_END.finditer(text, offset, end), MAX_SENTENCES - 1, None), None)
+    return offset, end if beyond is None else beyond.start()
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:
