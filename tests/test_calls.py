@@ -195,8 +195,11 @@ def test_a_replay_says_the_search_index_moved_a_recalled_passages_scores(tmp_pat
     # not, so later posts leave its scores as they were); the explanation is the service's.
     with Recall(tmp_path / "rarity.db", Settings(index_interval=0)) as mem:
         world = shop(mem)
+        # Half hold one of the question's words, half the other: as "parcel" grows common, their
+        # keyword scores move against each other (each is measured against the best one's).
         for i in range(4):
-            world.post("maria", f"My parcel {i} to Lyon never arrived, the courier said tuesday", chat=f"old-{i}")
+            thing = "parcel" if i % 2 else "trip to Lyon"
+            world.post("maria", f"My {thing} {i} never went as planned, the courier said tuesday", chat=f"old-{i}")
         trigger = world.post("maria", "@desk where is my parcel to Lyon?", chat="t1")
         desk = world.agent("desk")
         ctx = desk.context("t1", message=trigger, record=True)
