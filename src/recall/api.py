@@ -456,6 +456,14 @@ class Agent:
         )
         return self.service.calls.record(built, "python") if record else built
 
+    def post_tool_result(
+        self, content: str, *, call_id: str, chat: str | None = None, parent: int | None = None
+    ) -> Message:
+        """Store the result of one of this agent's tool calls (`call_id`, from its model's
+        `tool_calls`) for this agent alone: its contexts show it as the `tool` message answering
+        that call; no other agent's context, search or inbox ever shows it."""
+        return self.service.posting.post_tool_result(self._world, self.id, content, call_id, chat, parent)
+
     def calls(self, *, before: datetime | None = None, limit: int = 50) -> list[CallRecord]:
         """This agent's recorded model calls, newest first: what each context held, by id."""
         return self.service.calls.list(self._world, self.id, before=before, limit=limit)
@@ -586,6 +594,7 @@ class Agent:
     # Coroutine forms for asyncio and trio programs (`recall.off_loop`).
     aupdate = off_loop(update)
     acontext = off_loop(context)
+    apost_tool_result = off_loop(post_tool_result)
     acalls = off_loop(calls)
     acall = off_loop(call)
     acall_outcome = off_loop(call_outcome)

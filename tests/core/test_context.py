@@ -303,10 +303,11 @@ def test_tool_results_of_own_tool_calls_stay_in_history() -> None:
         {"role": "assistant", "content": "It is 21 degrees."},
         {"role": "user", "content": "@agent-a thanks!", "name": "human"},
     ]
-    # Another agent that heard the same messages keeps none of them.
+    # Another agent that heard the same messages (stored before tool results were delivered to
+    # their agent alone) keeps none of them: the result is for agent-a alone.
     other = build("agent-b", memory)
     assert contents(other) == [PROMPT]
-    assert status(other)[3] == "system-sender"
+    assert status(other)[3] == "for-another-agent"
 
 
 def test_tool_calls_in_the_output_are_counted() -> None:

@@ -90,7 +90,7 @@ def test_messages_posted_outside_langchain_are_rebuilt(mem: Recall, world: World
         chat="t1",
         metadata={"tool_calls": [{"id": "c9", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]},
     )
-    world.post("system", "42", chat="t1", metadata={"tool_result_for": agent.id, "tool_call_id": "c9"})
+    agent.post_tool_result("42", call_id="c9", chat="t1")
     world.post("agent-a", "The answer is 42", chat="t1")
     got = history(mem, world).messages
     assert got[0] == HumanMessage("@agent-a hello", name="maria")

@@ -13,7 +13,15 @@ from recall import limits
 from recall.app.validation import MAX_MESSAGE_ID, check_channel, check_chat, check_int, parse_timestamp
 from recall.app.worlds import Roster, Worlds
 from recall.core.models import Message
-from recall.core.routing import mentions, paragraph_mentions, resets_turns, sender_type
+from recall.core.routing import (
+    PRIVATE_FOR,
+    TOOL_CALL_ID,
+    TOOL_RESULT_FOR,
+    mentions,
+    paragraph_mentions,
+    resets_turns,
+    sender_type,
+)
 from recall.errors import InvalidInputError, text_problem
 from recall.settings import Settings
 from recall.store.base import NewMessage, Store, WorldRecord
@@ -22,6 +30,18 @@ if TYPE_CHECKING:
     from recall.search.indexer import BackgroundIndexer
 
 IMPORT_BATCH = 1000
+#: Who a tool result is posted as.
+TOOL_SENDER = "system"
+#: Characters of a tool call's id at most (providers' ids are a few dozen).
+MAX_CALL_ID = 256
+#: Metadata keys recall alone writes, on its trusted paths (`trusted=True` below): who a
+#: message is for alone, what makes it a tool result, and the keys recall's adapters keep their
+#: items under (integrations/langchain.py's "langchain" and "langchain_system_for",
+#: integrations/openai_agents.py's "openai_agents"). From anyone else they would decide who
+#: sees a message and what it is: a forged tool result, an item in another agent's session.
+RESERVED_METADATA_KEYS = frozenset(
+    {PRIVATE_FOR, TOOL_RESULT_FOR, TOOL_CALL_ID, "langchain", "langchain_system_for", "openai_agents"}
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +56,9 @@ class PostRequest:
     created_at: datetime | str | float | None = None
     idempotency_key: str | None = None
     metadata: Mapping[str, Any] | None = None
+    #: The one agent the message is for: delivered to it alone, shown to no other agent. Only on
+    #: recall's trusted paths (its tool results and adapters), like the reserved metadata keys.
+    private_for: str | None = None
 
 
 class Posting:
@@ -53,8 +76,9 @@ class Posting:
         self._posted = threading.Condition()
         self._posts = 0
 
-    def _route(self, world: WorldRecord, roster: Roster, req: PostRequest) -> NewMessage:
-        """Validate one post and work out its sender type, mentions and recipients."""
+    def _route(self, world: WorldRecord, roster: Roster, req: PostRequest, trusted: bool = False) -> NewMessage:
+        """Validate one post and work out its sender type, mentions and recipients. `trusted`:
+        recall's own paths, which alone may write the reserved metadata keys and `private_for`."""
         if not isinstance(req.sender, str) or not req.sender.strip():
             raise InvalidInputError("sender", "must name who is posting (a participant, or system/world/human)")
         if not isinstance(req.content, str):
@@ -71,6 +95,8 @@ class Posting:
         if req.metadata is not None and not isinstance(req.metadata, Mapping):
             raise InvalidInputError("metadata", "must be an object")
         metadata = dict(req.metadata or {})
+        if not trusted:
+            _check_not_reserved(metadata, req.private_for)
         # Checked here, not when read: a stored message must always be deliverable (spec §8).
         limits.check_json("metadata", metadata, limits.MAX_METADATA_CHARS)
         if req.parent_id is not None:
@@ -97,6 +123,14 @@ class Posting:
         author = roster.by_key.get(req.sender.strip().lower())
         sender = author.id if author else req.sender.strip().lower()
         author_agent = author.id if author and author.kind == "agent" else None
+        recipients = roster.recipients(author_agent)
+        owner = req.private_for or metadata.get(PRIVATE_FOR) or metadata.get(TOOL_RESULT_FOR)
+        if owner is not None:
+            found = roster.by_key.get(owner.lower()) if isinstance(owner, str) else None
+            if found is None or found.kind != "agent":
+                raise InvalidInputError("private_for", f"{owner!r} is not an agent of world {world.id!r}")
+            metadata[PRIVATE_FOR] = found.id
+            recipients = tuple(a for a in recipients if a == found.id)
         return NewMessage(
             sender=sender,
             sender_type=kind,
@@ -110,27 +144,46 @@ class Posting:
             metadata=metadata,
             # Keys are the sender's own: two senders may use the same key without colliding.
             idempotency_key=None if req.idempotency_key is None else f"{sender}\n{req.idempotency_key}",
-            recipients=roster.recipients(author_agent),
+            recipients=recipients,
             author_agent=author_agent,
             reset_turns=resets_turns(kind),
         )
 
     # -- posting --------------------------------------------------------------------------
 
-    def post(self, world_id: str, request: PostRequest) -> Message:
-        return self.post_many(world_id, [request])[0]
+    def post(self, world_id: str, request: PostRequest, *, trusted: bool = False) -> Message:
+        return self.post_many(world_id, [request], trusted=trusted)[0]
 
-    def post_many(self, world_id: str, requests: Sequence[PostRequest]) -> list[Message]:
-        """Post several messages in one transaction: all are stored, or none (if one is invalid)."""
-        world, batch = self.prepare_posts(world_id, requests)
+    def post_many(self, world_id: str, requests: Sequence[PostRequest], *, trusted: bool = False) -> list[Message]:
+        """Post several messages in one transaction: all are stored, or none (if one is invalid).
+        `trusted`: recall's own tool results and adapters (see `RESERVED_METADATA_KEYS`)."""
+        world, batch = self.prepare_posts(world_id, requests, trusted=trusted)
         return self.append_messages(world, batch)
 
-    def prepare_posts(self, world_id: str, requests: Sequence[PostRequest]) -> tuple[str, list[NewMessage]]:
+    def prepare_posts(
+        self, world_id: str, requests: Sequence[PostRequest], *, trusted: bool = False
+    ) -> tuple[str, list[NewMessage]]:
         """Validate and route posts without storing them: the world's key and the batch,
         ready for `append_messages` (a server groups batches into one transaction)."""
         world = self.worlds.get_world(world_id)
         roster = self.worlds.roster(world.key)
-        return world.key, [self._route(world, roster, r) for r in requests]
+        return world.key, [self._route(world, roster, r, trusted) for r in requests]
+
+    def post_tool_result(
+        self, world_id: str, agent_id: str, content: str, call_id: str, chat_id: str | None, parent_id: int | None
+    ) -> Message:
+        """A tool's result for one of the agent's own calls, stored for that agent alone (sent by
+        `system`): its context shows it as the `tool` message answering `call_id`; no other
+        agent's context, search or inbox shows it."""
+        if not isinstance(call_id, str) or not call_id.strip():
+            raise InvalidInputError("call_id", "must name the tool call this result answers")
+        limits.check_text("call_id", call_id, MAX_CALL_ID)
+        world, agent = self.worlds.agent_in(world_id, agent_id)
+        metadata = {TOOL_RESULT_FOR: agent, TOOL_CALL_ID: call_id}
+        if isinstance(content, str) and not content.strip():
+            content = "(no output)"  # a tool may answer nothing; the call still needs its answer
+        request = PostRequest(TOOL_SENDER, content, chat_id, parent_id=parent_id, metadata=metadata, private_for=agent)
+        return self.post(world, request, trusted=True)
 
     def append_messages(self, world_id: str, batch: Sequence[NewMessage]) -> list[Message]:
         """Store routed messages (from `prepare_posts`) in one transaction and let the search
@@ -224,3 +277,16 @@ class Posting:
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
         """The world's chats (None: the default chat) with their message counts."""
         return self.store.list_chats(self.worlds.get_world(world_id).key)
+
+
+def _check_not_reserved(metadata: Mapping[str, Any], private_for: object) -> None:
+    """Refuse what only recall's trusted paths write (`RESERVED_METADATA_KEYS`, `private_for`)."""
+    if private_for is not None:
+        raise InvalidInputError("private_for", "is set by recall for its tool results and adapters' items only")
+    for key in metadata:
+        if key in RESERVED_METADATA_KEYS:
+            raise InvalidInputError(
+                f"metadata.{key}",
+                "is reserved: recall writes it for tool results (Agent.post_tool_result, "
+                "POST /v1/worlds/{world}/agents/{agent}/tool-results) and its adapters' own items",
+            )

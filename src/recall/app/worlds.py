@@ -22,7 +22,7 @@ from recall.app.validation import (
     check_recalled_setting,
 )
 from recall.core.models import AgentProfile, ContextFilter, Message
-from recall.core.routing import RESERVED_SENDERS
+from recall.core.routing import RESERVED_SENDERS, private_owner
 from recall.errors import (
     AmbiguousWorldError,
     ConflictError,
@@ -324,7 +324,10 @@ class Worlds:
 
     def recipients(self, world_id: str, message: Message) -> tuple[str, ...]:
         """The agents a stored message of the world (by key) was delivered to: every agent of
-        its world but its author."""
+        its world but its author; the one it is for, when it is for one alone."""
         roster = self.roster(world_id)
+        owner = private_owner(message)
+        if owner is not None:
+            return tuple(a for a in roster.agents if a.lower() == owner)
         author = roster.by_key.get(message.sender.lower())
         return roster.recipients(author.id if author is not None and author.kind == "agent" else None)

@@ -26,7 +26,7 @@ from recall.core.escaping import escape
 from recall.core.excerpts import CHARS_PER_TOKEN_BOUND
 from recall.core.models import Message
 from recall.core.recalled import pack_recalled
-from recall.core.routing import context_verdict, is_own
+from recall.core.routing import TOOL_CALL_ID, context_verdict, is_own, is_own_tool_result
 from recall.core.tokens import REPLY_PRIMING
 from recall.core.window import Cutter, history_candidates, recent_window
 from recall.errors import BudgetExceededError, InvalidInputError
@@ -46,7 +46,7 @@ class Scan:
 
 
 #: Reasons the scan leaves a message of the recent conversation out that the recalled past keeps.
-_HIDDEN = ("not-addressed", "system-sender", "turn-limit-notice", "after-trigger", "compressed")
+_HIDDEN = ("not-addressed", "for-another-agent", "system-sender", "turn-limit-notice", "after-trigger", "compressed")
 
 
 def _excluded(message: Message, reason: str) -> ReportItem:
@@ -99,9 +99,8 @@ def _role(agent_id: str, message: Message) -> tuple[str, str | None, dict[str, A
     if is_own(agent_id, message):
         calls = message.metadata.get("tool_calls")
         return "assistant", None, ({"tool_calls": calls} if calls else {})
-    call_id = message.metadata.get("tool_call_id")
-    if call_id and message.metadata.get("tool_result_for"):
-        return "tool", None, {"tool_call_id": call_id}
+    if is_own_tool_result(agent_id, message):  # the `tool` role answers this agent's own call only
+        return "tool", None, {"tool_call_id": message.metadata[TOOL_CALL_ID]}
     return "user", message.sender, {}
 
 

@@ -75,9 +75,28 @@ def is_own(agent_id: str, message: Message) -> bool:
     return message.sender.lower() == agent_id.lower()
 
 
+#: The metadata key naming the one agent a message is for (a tool result, an adapter's system
+#: item): recall alone writes it (`app/posting.py` refuses it from callers), delivers the message
+#: to that agent alone, and no other agent's context, search or inbox ever shows it.
+PRIVATE_FOR = "private_for"
+#: The metadata keys of a tool result: the agent whose call it answers, and the call.
+TOOL_RESULT_FOR = "tool_result_for"
+TOOL_CALL_ID = "tool_call_id"
+
+
+def private_owner(message: Message) -> str | None:
+    """The agent (lowercased) a message is for alone, or None for a message of the chat. A tool
+    result stored before `PRIVATE_FOR` existed is its caller's alone too."""
+    for key in (PRIVATE_FOR, TOOL_RESULT_FOR):
+        owner = message.metadata.get(key)
+        if isinstance(owner, str) and owner:
+            return owner.lower()
+    return None
+
+
 def is_own_tool_result(agent_id: str, message: Message) -> bool:
-    owner = message.metadata.get("tool_result_for")
-    return isinstance(owner, str) and owner.lower() == agent_id.lower()
+    owner = message.metadata.get(TOOL_RESULT_FOR)
+    return isinstance(owner, str) and owner.lower() == agent_id.lower() and bool(message.metadata.get(TOOL_CALL_ID))
 
 
 @dataclass(frozen=True)
@@ -141,7 +160,12 @@ def history_verdict(agent_id: str, message: Message) -> Verdict:
 
 
 def context_verdict(agent: AgentProfile, message: Message) -> Verdict:
-    """Whether a message of the agent's memory belongs in its context, by its context filter."""
+    """Whether a message of the agent's memory belongs in its context, by its context filter.
+    A message for another agent alone never does (it is not delivered to this one; one stored
+    before recall delivered such messages to their agent alone may still be)."""
+    owner = private_owner(message)
+    if owner is not None and owner != agent.id.lower():
+        return Verdict(False, "for-another-agent")
     if agent.context_filter is ContextFilter.ALL:
         return Verdict(True)
     return history_verdict(agent.id, message)

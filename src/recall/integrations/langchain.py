@@ -233,7 +233,9 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         requests = [self._request(message) for message in messages]
         if not requests:
             return
-        posted = self.world.post_many(requests)
+        # Trusted: this history alone writes its items' reserved keys (the LangChain form, who a
+        # system message or tool result is for), which the public paths refuse from anyone.
+        posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
         answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
         if answered:
             self.agent.ack(answered)
@@ -255,13 +257,14 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
             return PostRequest(self.agent.id, text, self.chat, metadata=metadata)
         if isinstance(message, ToolMessage):
             metadata.update(tool_result_for=self.agent.id, tool_call_id=message.tool_call_id)
-            return PostRequest("system", text if text.strip() else "(no output)", self.chat, metadata=metadata)
+            text = text if text.strip() else "(no output)"
+            return PostRequest("system", text, self.chat, metadata=metadata, private_for=self.agent.id)
         if isinstance(message, SystemMessage):
             if not text.strip():
                 raise ValueError("a SystemMessage needs text to be posted to recall")
-            # Posted by `system`, which no agent's recall context shows; this history shows it.
+            # For this agent alone (no other agent hears it); this history shows it.
             metadata[SYSTEM_FOR] = self.agent.id
-            return PostRequest("system", text, self.chat, metadata=metadata)
+            return PostRequest("system", text, self.chat, metadata=metadata, private_for=self.agent.id)
         raise ValueError(
             f"RecallChatMessageHistory stores human, AI, tool and system messages, not {message.type!r} ones"
         )

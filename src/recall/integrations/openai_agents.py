@@ -150,6 +150,9 @@ class RecallSession:
             if (
                 isinstance(data, dict)
                 and data.get("session") == self.session_id
+                # Another agent's session of the same id shares the chat, not its items (an
+                # item stored before items named their agent is the session's).
+                and str(data.get("agent", self.agent.id)).lower() == self.agent.id.lower()
                 and isinstance(data.get("item"), dict)
                 and message.id not in hidden
             ):
@@ -158,7 +161,9 @@ class RecallSession:
         return found
 
     def _post(self, requests: list[PostRequest]) -> None:
-        posted = self.world.post_many(requests)
+        # Trusted: this session alone writes its items' reserved keys (the item, who a system
+        # item or tool result is for), which the public paths refuse from anyone.
+        posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
         answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
         if answered:
             self.agent.ack(answered)
@@ -185,12 +190,15 @@ class RecallSession:
         if not isinstance(item, Mapping):
             raise TypeError(f"a session item is a dict (TResponseInputItem), got {type(item).__name__}")
         data: dict[str, Any] = json.loads(json.dumps(item))
-        metadata: dict[str, Any] = {META: {"session": self.session_id, "item": data}}
+        metadata: dict[str, Any] = {META: {"session": self.session_id, "agent": self.agent.id, "item": data}}
+        mine = self.agent.id  # what the session posts as `system` is for its agent alone
         kind, role = data.get("type"), data.get("role")
         if role is not None and kind in (None, "message"):
             text = _text(data.get("content"))
             sender = {"user": self.human, "assistant": self.agent.id}.get(str(role), "system")
-            return PostRequest(sender, text if text.strip() else f"[{role} message]", self.chat, metadata=metadata)
+            text = text if text.strip() else f"[{role} message]"
+            private = mine if sender == "system" else None
+            return PostRequest(sender, text, self.chat, metadata=metadata, private_for=private)
         if kind == "function_call":
             metadata["tool_calls"] = [
                 {
@@ -204,5 +212,6 @@ class RecallSession:
             output = data.get("output")
             text = output if isinstance(output, str) else _text(output) or json.dumps(output, ensure_ascii=False)
             metadata.update(tool_result_for=self.agent.id, tool_call_id=str(data.get("call_id", "")))
-            return PostRequest("system", text if text.strip() else "(no output)", self.chat, metadata=metadata)
-        return PostRequest("system", f"[{kind or 'item'}]", self.chat, metadata=metadata)
+            text = text if text.strip() else "(no output)"
+            return PostRequest("system", text, self.chat, metadata=metadata, private_for=mine)
+        return PostRequest("system", f"[{kind or 'item'}]", self.chat, metadata=metadata, private_for=mine)

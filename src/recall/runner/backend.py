@@ -10,16 +10,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import httpx
 
-from recall.app.posting import PostRequest
 from recall.core.models import Message
 from recall.core.routing import Decision
 from recall.errors import BackendError
 
 if TYPE_CHECKING:
     from recall.api import Agent
-
-#: Reserved sender tool results are posted as (they belong to the calling agent's history).
-TOOL_SENDER = "system"
 
 
 class Prompt(NamedTuple):
@@ -72,10 +68,6 @@ class RunnerBackend(Protocol):
         ...
 
 
-def _tool_metadata(agent_id: str, call_id: str) -> dict[str, str]:
-    return {"tool_result_for": agent_id, "tool_call_id": call_id}
-
-
 class LocalBackend:
     """An agent of a `Recall` opened in this process."""
 
@@ -121,10 +113,7 @@ class LocalBackend:
         return self.service.deliveries.send(self._world, self.agent_id, content, chat, parent, metadata=metadata).id
 
     def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
-        request = PostRequest(
-            TOOL_SENDER, content, chat, parent_id=parent, metadata=_tool_metadata(self.agent_id, call_id)
-        )
-        return self.service.posting.post(self._world, request).id
+        return self.service.posting.post_tool_result(self._world, self.agent_id, content, call_id, chat, parent).id
 
     def ack(self, message_ids: Sequence[int]) -> None:
         if message_ids:
@@ -201,14 +190,9 @@ class HttpBackend:
         return int(self._call("POST", f"{self._agent}/send", json=body)["message_id"])
 
     def post_tool_result(self, content: str, *, chat: str | None, parent: int | None, call_id: str) -> int:
-        body = {
-            "sender": TOOL_SENDER,
-            "content": content,
-            "chat_id": chat,
-            "parent_id": parent,
-            "metadata": _tool_metadata(self.agent_id, call_id),
-        }
-        return int(self._call("POST", f"/v1/worlds/{self.world_id}/messages", json=body)["id"])
+        # The agent's own path: its key may store its tool results (not post as `system`).
+        body = {"content": content, "call_id": call_id, "chat_id": chat, "parent_id": parent}
+        return int(self._call("POST", f"{self._agent}/tool-results", json=body)["message_id"])
 
     def ack(self, message_ids: Sequence[int]) -> None:
         if message_ids:

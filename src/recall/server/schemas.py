@@ -120,6 +120,15 @@ class SendIn(Body):
     metadata: dict[str, Any] | None = None
 
 
+class ToolResultIn(Body):
+    #: What the tool returned (empty: stored as "(no output)").
+    content: str = ""
+    #: The id of the agent's tool call this answers (from its model's `tool_calls`).
+    call_id: str = Field(min_length=1, max_length=256)
+    chat_id: str | None = Field(default=None, max_length=64)
+    parent_id: int | None = Field(default=None, ge=1, le=2**62)
+
+
 class DecideIn(Body):
     message_id: int = Field(ge=1, le=2**62)
 

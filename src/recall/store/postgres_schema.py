@@ -335,6 +335,23 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE deliveries ADD PRIMARY KEY (bucket, message_id, agent_key);
         """,
     ),
+    (
+        14,
+        """
+        -- A tool result or a LangChain system message is for its agent alone (as on SQLite,
+        -- version 16): the deliveries to every other agent, made before, go.
+        DELETE FROM deliveries d
+         USING messages m
+         WHERE m.id = d.message_id
+           AND m.sender_type = 'system'
+           AND (m.metadata LIKE '%"tool_result_for"%' OR m.metadata LIKE '%"langchain_system_for"%')
+           AND d.agent_key NOT IN (
+               SELECT p.key FROM participants p
+                WHERE p.world_id = m.world_id
+                  AND p.id = COALESCE(m.metadata::jsonb ->> 'tool_result_for',
+                                      m.metadata::jsonb ->> 'langchain_system_for')::citext);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

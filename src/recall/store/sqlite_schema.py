@@ -398,6 +398,23 @@ MIGRATIONS: list[tuple[int, str]] = [
         INSERT INTO store_version (one, version) VALUES (1, 0);
         """,
     ),
+    (
+        16,
+        """
+        -- A tool result or a LangChain system message is for its agent alone (its metadata's
+        -- tool_result_for or langchain_system_for): stored before, it was delivered to every
+        -- agent of its world, and the others' deliveries go (no other agent heard it).
+        DELETE FROM deliveries
+         WHERE message_id IN (
+               SELECT id FROM messages WHERE sender_type = 'system'
+                  AND (metadata LIKE '%"tool_result_for"%' OR metadata LIKE '%"langchain_system_for"%'))
+           AND agent_key NOT IN (
+               SELECT p.key FROM messages m JOIN participants p ON p.world_id = m.world_id
+                WHERE m.id = deliveries.message_id
+                  AND p.id = COALESCE(json_extract(m.metadata, '$.tool_result_for'),
+                                      json_extract(m.metadata, '$.langchain_system_for')))
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -25,6 +25,20 @@ async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> d
     return {**views.sent(stored[0]), "delivered_to": announce(state, stored)["delivered_to"]}
 
 
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/tool-results", status_code=201, summary="Store a result of the agent's tool call"
+)
+def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultIn) -> dict[str, Any]:
+    """The result of one of the agent's own tool calls, for that agent alone: its context shows
+    it as the `tool` message answering `call_id`; no other agent's context, search or inbox
+    shows it. The agent's own key may store it (a `system` post needs the tenant's)."""
+    service = state_of(request).service
+    message = service.posting.post_tool_result(
+        acting.key, acting.agent, body.content, body.call_id, body.chat_id, body.parent_id
+    )
+    return {**views.sent(message), "delivered_to": list(service.worlds.recipients(acting.key, message))}
+
+
 @router.post("/v1/worlds/{world}/agents/{agent}/decide", summary="Would the agent answer now?")
 def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dict[str, Any]:
     """The live decision for one message, turn limit included (spec §2): a human or world
