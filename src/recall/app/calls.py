@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall.app.context import Contexts
-from recall.app.validation import check_int
+from recall.app.validation import check_int, could_be_stored
 from recall.app.worlds import Worlds
 from recall.core.calls import (
     MAX_ERROR_CHARS,
@@ -333,7 +333,7 @@ class CallLog:
         if not isinstance(call_id, str) or not call_id:
             raise InvalidInputError("call_id", "must be the id of a recorded call (c_…)")
         self.writer.flush()
-        row = self.store.get_call(world.key, agent.id, call_id)
+        row = self.store.get_call(world.key, agent.id, call_id) if could_be_stored(call_id) else None
         if row is None:
             raise UnknownCallError(call_id, agent.id)
         return unpack(row, world.key)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recall.app.extraction import Extraction
-from recall.app.validation import MAX_MESSAGE_ID, check_int
+from recall.app.validation import MAX_MESSAGE_ID, check_int, could_be_stored
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, NotFoundError, UnknownParticipantError, UnknownWorldError
 from recall.store.base import ParticipantRecord, Store, WorldRecord
@@ -83,7 +83,7 @@ class Lifecycle:
             raise InvalidInputError("kind", f"must be 'agent' or 'human', got {kind!r}")
         if not isinstance(erase, bool):
             raise InvalidInputError("erase", f"must be true or false, got {erase!r}")
-        record = self.store.get_participant(world.key, participant_id) if isinstance(participant_id, str) else None
+        record = self.store.get_participant(world.key, participant_id) if could_be_stored(participant_id) else None
         if record is None or (kind is not None and record.kind != kind):
             raise UnknownParticipantError(world.id, str(participant_id), kind or "participant")
         scopes: tuple[str, ...]

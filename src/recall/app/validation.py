@@ -41,6 +41,13 @@ def check_id(field: str, value: object) -> str:
     return value
 
 
+def could_be_stored(value: object) -> bool:
+    """Whether an id a caller looks up could be stored at all: text without NUL (PostgreSQL's
+    text cannot hold it, and asking it is an error, not an answer). One that could not is
+    unknown without a look at the database."""
+    return isinstance(value, str) and "\x00" not in value
+
+
 def check_int(field: str, value: object, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInputError(field, f"must be an integer, got {value!r}")

@@ -20,6 +20,7 @@ from recall.app.validation import (
     check_id,
     check_int,
     check_recalled_setting,
+    could_be_stored,
 )
 from recall.core.models import AgentProfile, ContextFilter, Message
 from recall.core.routing import RESERVED_SENDERS, private_owner
@@ -187,7 +188,7 @@ class Worlds:
     def get_world(self, world_id: str) -> WorldRecord:
         """The world whose key (`WorldRecord.key`) is `world_id`. Every per-world use case takes
         a world by its key; callers find it first with `resolve_world` (through the gate)."""
-        if not isinstance(world_id, str):
+        if not could_be_stored(world_id):
             raise UnknownWorldError(str(world_id))
         self._drop_stale_caches()
         return self._world_by_key(world_id)
@@ -207,7 +208,7 @@ class Worlds:
         so another tenant's world of that id is as unknown as one that never existed. With
         tenant None (the Python API, a server without API keys) the only world of that id in
         any tenant; AmbiguousWorldError when several tenants have one."""
-        if not isinstance(world_id, str):
+        if not could_be_stored(world_id):
             raise UnknownWorldError(str(world_id))
         self._drop_stale_caches()
         key = self._world_keys.get((tenant, world_id.lower()))
