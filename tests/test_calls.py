@@ -215,7 +215,7 @@ def test_a_replay_says_the_search_index_moved_a_recalled_passages_scores(tmp_pat
 
 def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
     # `a_b` is erased; `axb` would match it were `_` a wildcard: its call must not be read.
-    from recall.app import calls as calls_module
+    from recall.app import call_writer as calls_module
 
     world = mem.world("quotes", create=True)
     world.add_agent("desk")
@@ -245,17 +245,17 @@ def test_an_erase_rewrites_only_the_calls_quoting_the_person(mem: Recall, monkey
 
 
 def test_a_full_queue_has_the_caller_write_its_own_record(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:
-    from recall.app import calls as calls_module
+    from recall.app import call_writer
 
     world = shop(mem)
-    monkeypatch.setattr(calls_module, "MAX_QUEUED", 0)  # always full
+    monkeypatch.setattr(call_writer, "MAX_QUEUED", 0)  # always full
     ctx = world.agent("desk").context("t1", record=True)
     # Stored when `record` returned, not by the writer: nothing waits in its queue.
     assert [row.id for row in mem.service.store.list_calls(world.key, "desk")] == [ctx.call_id]
 
 
 def test_a_call_waiting_to_be_written_never_lands_on_an_agent_made_again_under_its_name(mem: Recall) -> None:
-    from recall.app.calls import Pending
+    from recall.app.call_writer import Pending
 
     world = shop(mem)
     built = world.agent("desk").context("t1")

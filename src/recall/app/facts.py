@@ -8,10 +8,12 @@ tenant, so one tenant never reads another's facts (`gate.Gate.scope` decides the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from recall.app.call_writer import CallWriter
 from recall.app.worlds import Worlds
 from recall.core.extraction_plan import FactChanges
 from recall.core.facts import Fact, NewFact, parse_scope, validate_new_fact, validate_sections
@@ -45,6 +47,8 @@ class Facts:
     store: Store
     worlds: Worlds
     index: SearchIndex | None = None
+    #: The recorded calls' writer: a deleted fact's text leaves their copies too.
+    calls: CallWriter | None = None
 
     def scope(self, scope: object, tenant: str = "") -> str:
         """The canonical scope, after checking a world or agent scope names a world (and agent)
@@ -97,14 +101,26 @@ class Facts:
 
     def delete_fact(self, scope: str, fact_id: int, tenant: str = "") -> None:
         current = self.get_fact(scope, fact_id, tenant)
-        written = self.store.change_facts(tenant, current.scope, datetime.now(UTC), remove_ids=[current.id])
-        self._unindex(written.removed)
+        self._remove(tenant, current.scope, remove_ids=[current.id])
 
     def clear_facts(self, scope: str, tenant: str = "") -> int:
-        canonical = self.scope(scope, tenant)
-        written = self.store.change_facts(tenant, canonical, datetime.now(UTC), clear=True)
+        return len(self._remove(tenant, self.scope(scope, tenant), clear=True))
+
+    def _remove(self, tenant: str, scope: str, remove_ids: Sequence[int] = (), clear: bool = False) -> Sequence[int]:
+        """Remove facts of a scope (these, or all); the ids that went. No recorded call keeps a
+        copy of their text: a fact may be quoted in any world of the tenant, so every record
+        with a copy is looked at."""
+        with self.calls.scrubbing() if self.calls is not None else nullcontext() as scrub:
+
+            def then(db: Any, removed: Sequence[int]) -> None:
+                if scrub is not None:
+                    scrub.forget_copies(db, None, [("fact", i) for i in removed])
+
+            written = self.store.change_facts(
+                tenant, scope, datetime.now(UTC), remove_ids=remove_ids, clear=clear, then=then
+            )
         self._unindex(written.removed)
-        return len(written.removed)
+        return written.removed
 
     def fact_scopes(self, tenant: str = "") -> list[tuple[str, int]]:
         return self.store.list_fact_scopes(tenant)

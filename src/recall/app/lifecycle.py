@@ -94,7 +94,7 @@ class Lifecycle:
             scopes = (f"user:{record.id.lower()}",) if erase else ()
             threads = None
         self.extraction.discard(world.tenant, scopes=scopes, threads=threads)
-        erasure = self.calls.erasing() if erase and self.calls is not None else nullcontext()
+        erasure = self.calls.scrubbing() if erase and self.calls is not None else nullcontext()
         try:
             with erasure as erasing:
 
@@ -118,7 +118,14 @@ class Lifecycle:
         replies to its parent. NotFoundError when the world has no such message."""
         world = self.worlds.get_world(world_id)
         check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
-        removed = self.store.delete_messages(world.key, [message_id], then=self._unindex)
+        with self.calls.scrubbing() if self.calls is not None else nullcontext() as scrub:
+
+            def then(db: Any, removed: Removed) -> None:
+                self._unindex(db, removed)
+                if scrub is not None:  # no recorded call keeps a copy of its text
+                    scrub.forget_copies(db, world.key, [("message", i) for i in removed.messages])
+
+            removed = self.store.delete_messages(world.key, [message_id], then=then)
         if not removed.messages:
             raise NotFoundError(
                 f"no message {message_id} in world {world.id!r}: nothing was deleted (list the world's messages"

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 
 from recall import limits
 from recall.app.agent_state import MAX_MEMORY_TTL
+from recall.app.call_writer import CallWriter
 from recall.app.gate import require_may_delete_memory, require_may_update_memory
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, PermissionDeniedError, UnknownMemoryError, text_problem
@@ -180,6 +182,8 @@ class Memories:
     store: Store
     worlds: Worlds
     index: SearchIndex | None = None
+    #: The recorded calls' writer: a deleted memory's text leaves their copies too.
+    calls: CallWriter | None = None
 
     def add_memory(
         self,
@@ -347,7 +351,13 @@ class Memories:
         delete what the world's agents share (PermissionDeniedError)."""
         world, note, owner = self._visible(world_id, note_id, agent)
         require_may_delete_memory(world, note, owner)
-        self.store.delete_memory(world.key, note.id)
+        with self.calls.scrubbing() if self.calls is not None else nullcontext() as scrub:
+
+            def then(db: Any) -> None:
+                if scrub is not None:  # no recorded call keeps a copy of its text
+                    scrub.forget_copies(db, world.key, [("memory", note.id)])
+
+            self.store.delete_memory(world.key, note.id, then=then)
         if self.index is not None:
             self.index.remove("memory", [note.id])
 

@@ -12,7 +12,8 @@ import threading
 import weakref
 
 from recall.app.agent_state import AgentState
-from recall.app.calls import CallLog, CallWriter
+from recall.app.call_writer import CallWriter
+from recall.app.calls import CallLog
 from recall.app.context import Contexts
 from recall.app.deliveries import Deliveries
 from recall.app.extraction import Extraction
@@ -45,16 +46,17 @@ class RecallService:
         self.worlds = worlds = Worlds(store)
         self.posting = posting = Posting(store, settings, worlds, self.indexer)
         self.agent_state = agent_state = AgentState(store, settings, worlds, posting)
-        self.facts = facts = Facts(store, worlds, self.index)
+        writer = CallWriter(store, settings)
+        self.facts = facts = Facts(store, worlds, self.index, writer)
         #: Long-term memories (an agent's key-value notes are `agent_state`'s).
-        self.memories = memories = Memories(store, worlds, self.index)
+        self.memories = memories = Memories(store, worlds, self.index, writer)
         self.searcher = Searcher(settings, worlds, facts, self.index, memories)
         self.extraction = Extraction(store, settings, worlds, facts, self.model)
         self.contexts = Contexts(
             store, settings, worlds, posting, agent_state, self.index, self.summarizer, memories=memories
         )
         #: Recorded model calls: what each call's context held, replayed and compared.
-        self.calls = CallLog(store, settings, worlds, self.contexts, CallWriter(store, settings))
+        self.calls = CallLog(store, settings, worlds, self.contexts, writer)
         self.deliveries = Deliveries(store, settings, worlds, posting, self.contexts, self.calls)
         #: Deleting worlds, participants and messages; exporting and importing whole worlds.
         self.lifecycle = Lifecycle(store, worlds, self.extraction, self.index, self.calls)

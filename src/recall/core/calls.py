@@ -306,6 +306,24 @@ class Erasure:
         )
 
 
+@dataclass(frozen=True)
+class Deletion:
+    """What deleting messages, facts or memories takes out of the calls that quoted them: the
+    copy of the messages as sent (`call_copies = "full"`), which holds their text. The items
+    stay: they hold ids and versions, no text, and a replay says each is deleted since."""
+
+    #: (kind, id) of what was deleted.
+    items: frozenset[tuple[str, int]]
+    #: No one leaves a record's senders (an erase's person does).
+    person: str = ""
+
+    def scrub(self, record: CallRecord) -> CallRecord:
+        """The record without its copy when the copy showed a deleted item (else the same record)."""
+        if record.messages is None or not any(i.included and (i.kind, i.id) in self.items for i in record.items):
+            return record
+        return replace(record, messages=None)
+
+
 def quoted_people(items: Sequence[CallItem], senders: Iterable[str]) -> set[str]:
     """Whom a record quotes, lowercased: the senders of its messages and the people whose
     `user:` facts it lists (an erase rewrites only the records that quote the person)."""

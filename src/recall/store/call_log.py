@@ -49,9 +49,15 @@ class NewCall(NamedTuple):
     senders: str = ""
 
 
-def senders_text(senders: Iterable[str]) -> str:
-    """The `senders` column: each sender once, lowercased, between tabs."""
-    names = sorted({s.lower() for s in senders if s})
+#: In the `senders` column, the mark of a call that keeps a copy of the messages as sent (no
+#: participant's id holds '#'): a deletion rewrites only those (`rewrite_copies`).
+FULL_COPY = "#full"
+
+
+def senders_text(senders: Iterable[str], full_copy: bool = False) -> str:
+    """The `senders` column: each sender once, lowercased, between tabs; `FULL_COPY` too when
+    the call keeps a copy of the messages as sent."""
+    names = sorted({s.lower() for s in senders if s}) + ([FULL_COPY] if full_copy else [])
     return "\t" + "\t".join(names) + "\t" if names else ""
 
 
@@ -197,4 +203,30 @@ class SQLCalls(SQLKeyed):
                 ),
             )
             changed += int(new is not None or trigger_gone)
+        return changed
+
+    def rewrite_copies(
+        self, db: Any, world_id: str | None, rewrite: Callable[[bytes, int | None], bytes | None]
+    ) -> int:
+        """Inside the open transaction `db`: every call of the world (None: of any world) that
+        keeps a copy of the messages as sent gets the body `rewrite` returns (None: unchanged;
+        given the id of the message the call answered), and a rewritten one loses its
+        `FULL_COPY` mark; how many changed. Only those calls are read (the `senders` column)."""
+        mark = f"\t{FULL_COPY}\t"
+        params: tuple[str, ...] = ("%" + mark + "%",)
+        where = "senders LIKE ?"
+        if world_id is not None:
+            where, params = f"world_id = ? AND {where}", (world_id, *params)
+        changed = 0
+        for call_id, body, trigger in self._execute(
+            db, f"SELECT id, body, trigger_id FROM model_calls WHERE {where}", params
+        ).fetchall():
+            new = rewrite(bytes(body), None if trigger is None else int(trigger))
+            if new is not None:
+                self._execute(
+                    db,
+                    "UPDATE model_calls SET body = ?, senders = replace(senders, ?, ?) WHERE id = ?",
+                    (self._blob(new), mark, "\t", call_id),
+                )
+                changed += 1
         return changed

@@ -5,7 +5,7 @@ and fan-out, locks, world creation) stay in each store."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
@@ -290,11 +290,13 @@ class SQLWrites(SQLReads):
         sections: Mapping[str, str] | None = None,
         clear: bool = False,
         sources: Sequence[int] = (),
+        then: Callable[[Any, Sequence[int]], None] | None = None,
     ) -> FactWrite:
         """Every change to a scope's facts in one transaction: clear, remove, update, add, and
         merge sections (an empty text deletes a section). `sources` are the messages the change
         was read from (an extraction's): each added or updated fact records them, and should
-        one of them be gone (erased meanwhile), nothing is written (`FactWrite.stale`)."""
+        one of them be gone (erased meanwhile), nothing is written (`FactWrite.stale`). `then`
+        runs in the same transaction with the ids of the facts removed, when any were."""
         at = ts(now)
         wanted = sorted({int(i) for i in sources})
         with self._write() as db:
@@ -355,6 +357,8 @@ class SQLWrites(SQLReads):
                         "INSERT INTO fact_sources (fact_id, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                         (fact.id, message_id),
                     )
+            if then is not None and removed:
+                then(db, removed)
         return FactWrite(tuple(added), tuple(updated), tuple(removed))
 
     # -- long-term memories ---------------------------------------------------------------
@@ -392,11 +396,13 @@ class SQLWrites(SQLReads):
                 then(db, stored)
         return stored
 
-    def delete_memory(self, world_id: str, note_id: int) -> bool:
+    def delete_memory(self, world_id: str, note_id: int, then: Callable[[Any], None] | None = None) -> bool:
+        """Delete one memory; `then` runs in the same transaction when it went."""
         with self._write() as db:
-            return bool(
-                self._execute(db, "DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount > 0
-            )
+            gone = self._execute(db, "DELETE FROM notes WHERE world_id = ? AND id = ?", (world_id, note_id)).rowcount
+            if gone and then is not None:
+                then(db)
+            return bool(gone)
 
     def delete_expired_memories(self, world_id: str | None, now: datetime, then: AlsoRemove | None = None) -> Removed:
         # `expires_at IS NOT NULL` spelt out: the condition of the partial index notes_by_expiry.
