@@ -327,7 +327,7 @@ class Worlds:
         """The agents a stored message of the world (by key) was delivered to: every agent of
         its world but its author; the one it is for, when it is for one alone."""
         roster = self.roster(world_id)
-        owner = private_owner(message)
+        owner = private_owner(message.metadata)
         if owner is not None:
             return tuple(a for a in roster.agents if a.lower() == owner)
         author = roster.by_key.get(message.sender.lower())

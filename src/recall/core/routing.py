@@ -7,9 +7,10 @@ belongs in the agent's history later, so the two can never disagree (seed 000, o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Any
 
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 
@@ -84,11 +85,11 @@ TOOL_RESULT_FOR = "tool_result_for"
 TOOL_CALL_ID = "tool_call_id"
 
 
-def private_owner(message: Message) -> str | None:
-    """The agent (lowercased) a message is for alone, or None for a message of the chat. A tool
-    result stored before `PRIVATE_FOR` existed is its caller's alone too."""
+def private_owner(metadata: Mapping[str, Any]) -> str | None:
+    """The agent (lowercased) a message with this metadata is for alone, or None for a message
+    of the chat. A tool result stored before `PRIVATE_FOR` existed is its caller's alone too."""
     for key in (PRIVATE_FOR, TOOL_RESULT_FOR):
-        owner = message.metadata.get(key)
+        owner = metadata.get(key)
         if isinstance(owner, str) and owner:
             return owner.lower()
     return None
@@ -163,7 +164,7 @@ def context_verdict(agent: AgentProfile, message: Message) -> Verdict:
     """Whether a message of the agent's memory belongs in its context, by its context filter.
     A message for another agent alone never does (it is not delivered to this one; one stored
     before recall delivered such messages to their agent alone may still be)."""
-    owner = private_owner(message)
+    owner = private_owner(message.metadata)
     if owner is not None and owner != agent.id.lower():
         return Verdict(False, "for-another-agent")
     if agent.context_filter is ContextFilter.ALL:

@@ -16,14 +16,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
 
+from recall.core.routing import private_owner
 from recall.errors import InvalidInputError
 from recall.limits import check_time
 from recall.search.base import (
@@ -102,6 +104,15 @@ class SearchOptions(TypedDict, total=False):
     min_importance: int | None
     metadata: Mapping[str, Any] | None
     now: datetime | None
+
+
+class _Before(NamedTuple):
+    """The message before another in its chat: its id, indexed text, and whether it is for one
+    agent alone."""
+
+    id: int
+    text: str
+    private: bool
 
 
 class FreshVectors:
@@ -299,27 +310,51 @@ class SearchIndex:
         return int(row[0]) if row else 0
 
     def _message_items(
-        self, db: Any, messages: Sequence[Sequence[Any]], previous: dict[tuple[str, str], str]
+        self, db: Any, messages: Sequence[Sequence[Any]], previous: dict[tuple[str, str], _Before]
     ) -> list[ItemRow]:
-        """The items of messages (rows of _MESSAGE_ROWS, in id order); `previous` holds the text
-        of the latest message seen per chat, so far."""
+        """The items of messages (rows of _MESSAGE_ROWS, in id order); `previous` holds the
+        latest message seen per chat, so far.
+
+        A message's words count with those of the turn before it (its `context`) only where
+        everyone who heard it heard that turn too: not after a message for one agent alone,
+        nor when an agent first heard the chat between the two (it joined since). Else an agent
+        could rank what it heard by the words of what it never heard, and so test guesses."""
         rows: list[ItemRow] = []
+        joined: dict[tuple[str, str], list[int]] = {}
         for m in messages:
             metadata = load_json(m[6]) if m[6] != "{}" else {}
             text = indexed_text(m[4], m[5], metadata)
             # World keys are unique regardless of case on both databases.
             chat = (str(m[1]).lower(), m[3])
             if chat not in previous:
-                previous[chat] = self._previous_text(db, m[0], m[1], m[3])
+                previous[chat] = self._previous(db, m[0], m[1], m[3])
+            before = previous[chat]
+            if chat not in joined:
+                joined[chat] = self._first_heard(db, m[1], m[3], after=before.id)
+            firsts, joiner = joined[chat], bisect_right(joined[chat], before.id)
+            late = joiner < len(firsts) and firsts[joiner] <= m[0]  # someone first heard the chat since
+            context = "" if before.private or late else before.text
             # The space is the world's id in its tenant, as for its notes and facts.
             rows.append(
                 ItemRow(
-                    m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, previous[chat],
+                    m[2], m[8], "message", m[0], "", m[3] or None, m[4], None, m[7], text, context,
                     indexed(metadata),
                 )
             )  # fmt: skip
-            previous[chat] = text
+            previous[chat] = _Before(m[0], text, private_owner(metadata) is not None)
         return rows
+
+    def _first_heard(self, db: Any, world_id: str, chat_id: str, after: int) -> list[int]:
+        """The first message each agent of the world heard (or wrote) in the chat, where above
+        `after`, in order (`memory_counts.first_id`)."""
+        found = db.execute(
+            self._sql(
+                "SELECT c.first_id FROM participants p JOIN memory_counts c ON c.agent_key = p.key"
+                " WHERE p.world_id = ? AND p.kind = 'agent' AND c.chat_id = ? AND c.first_id > ?"
+            ),
+            (world_id, chat_id, after),
+        ).fetchall()
+        return sorted(int(r[0]) for r in found)
 
     def index_message_ids(self, message_ids: Sequence[int]) -> int:
         """Copy these messages into the index now, wherever the watermark is (an imported world
@@ -330,7 +365,7 @@ class SearchIndex:
         copied = 0
         with self._store._write() as db:
             self._backend.lock_indexing(db)
-            previous: dict[tuple[str, str], str] = {}
+            previous: dict[tuple[str, str], _Before] = {}
             for start in range(0, len(ids), MAX_PARAMS):
                 chunk = ids[start : start + MAX_PARAMS]
                 messages = db.execute(
@@ -369,16 +404,20 @@ class SearchIndex:
             self._backend.insert_items(db, self._message_items(db, message, {}))
         return removed
 
-    def _previous_text(self, db: Any, message_id: int, world_id: str, chat_id: str) -> str:
-        """The indexed text of the message before `message_id` in its chat ('' for the first)."""
+    def _previous(self, db: Any, message_id: int, world_id: str, chat_id: str) -> _Before:
+        """The message before `message_id` in its chat, with its indexed text (none: id 0)."""
         row = db.execute(
             self._sql(
-                "SELECT s.text FROM search_items s WHERE s.kind = 'message' AND s.source_id = ("
-                " SELECT MAX(id) FROM messages WHERE world_id = ? AND chat_id = ? AND id < ?)"
+                "SELECT m.id, m.metadata, s.text FROM messages m"
+                " LEFT JOIN search_items s ON s.kind = 'message' AND s.source_id = m.id"
+                " WHERE m.id = (SELECT MAX(id) FROM messages WHERE world_id = ? AND chat_id = ? AND id < ?)"
             ),
             (world_id, chat_id, message_id),
         ).fetchone()
-        return str(row[0]) if row else ""
+        if row is None:
+            return _Before(0, "", False)
+        metadata = load_json(row[1]) if row[1] != "{}" else {}
+        return _Before(int(row[0]), str(row[2] or ""), private_owner(metadata) is not None)
 
     def _messages_indexed(self) -> bool:
         """Whether every message is already copied into the index."""
