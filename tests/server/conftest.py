@@ -41,16 +41,22 @@ class LiveServer:
 
 
 def start_uvicorn(
-    app: FastAPI, header_timeout: float | None = None, protocol: type[Any] | None = None
+    app: FastAPI,
+    header_timeout: float | None = None,
+    protocol: type[Any] | None = None,
+    limit_concurrency: int | None = None,
 ) -> tuple[str, uvicorn.Server, threading.Thread]:
     """Serve `app` with uvicorn in a thread on a free loopback port, once it accepts requests:
     its URL, the server and the thread (set `server.should_exit` and join to stop it). The HTTP
     protocol is the one `recall serve` runs (`header_timeout`: the config's default), unless
-    `protocol` names another."""
+    `protocol` names another; `limit_concurrency` the connection limit `recall serve` sets."""
     port = free_port()
     if protocol is None:
         protocol = timed_http(ServerConfig().header_timeout if header_timeout is None else header_timeout)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", http=protocol, limit_concurrency=limit_concurrency
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

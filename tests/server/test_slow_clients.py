@@ -22,10 +22,11 @@ from tests.server.conftest import start_uvicorn
 
 
 @contextmanager
-def served(tmp_path: Path, header_timeout: float) -> Iterator[int]:
+def served(tmp_path: Path, header_timeout: float, max_connections: int | None = None) -> Iterator[int]:
     """`recall serve`'s uvicorn settings on a free port: the port."""
     mem = Recall(tmp_path / "slow.db", Settings(index_interval=0, embeddings="none"))
-    url, server, thread = start_uvicorn(create_app(mem.service, ServerConfig(rate_limit=0)), header_timeout)
+    app = create_app(mem.service, ServerConfig(rate_limit=0))
+    url, server, thread = start_uvicorn(app, header_timeout, limit_concurrency=max_connections)
     try:
         yield int(url.rsplit(":", 1)[1])
     finally:
@@ -53,6 +54,29 @@ def test_a_head_that_never_completes_is_cut_off(tmp_path: Path) -> None:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
             assert c.get("/healthz").status_code == 200
             assert c.get("/healthz").status_code == 200
+
+
+def test_clients_that_hold_every_connection_cannot_keep_others_out(tmp_path: Path) -> None:
+    """Issue 43, point 11: a client reconnecting each socket it loses held every connection the
+    server allows, and /healthz failed for as long as it liked. At the limit, the connections
+    waiting longest for a head make room for new ones; one in the middle of a request never."""
+    with served(tmp_path, header_timeout=60, max_connections=8) as port:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+            poll = c.build_request("GET", "/v1/worlds", headers={"Connection": "keep-alive"})
+            assert c.send(poll).status_code == 200
+        slow = []
+        try:
+            for _ in range(20):  # far more than the limit, each a head that never completes
+                s = socket.create_connection(("127.0.0.1", port), timeout=15)
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+                slow.append(s)
+            for _ in range(3):  # served at once, well before the 60 s head deadline
+                with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=15) as c:
+                    assert c.get("/healthz").status_code == 200
+            assert closed_by_server(slow[0])  # the oldest slow head made room
+        finally:
+            for s in slow:
+                s.close()
 
 
 def test_bytes_that_trickle_in_do_not_restart_the_clock(tmp_path: Path) -> None:

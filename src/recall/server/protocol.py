@@ -8,6 +8,13 @@ Here every request's head (request line and headers) must be complete within `he
 seconds of the connection opening, or of the previous response ending; bytes that arrive do not
 restart the clock. A connection that misses it is closed.
 
+When the server is at its connection limit (`limit_concurrency`, what `recall serve` sets below
+the descriptor limit), a new connection makes room: the connections waiting longest for a
+request's head (a trickling client's, or an idle kept-alive one) are closed, never one that is
+in the middle of a request (a long poll). A client that reconnects every socket it loses so
+holds no more than the others let it: whoever sends a head in time is served (uvicorn answered
+503 to every new request while the limit was reached).
+
 Built on uvicorn's httptools protocol (what `uvicorn[standard]` serves with): the parser says
 when a head is complete (`on_headers_complete`).
 
@@ -30,10 +37,35 @@ def timed_http(header_timeout: float) -> type[HttpToolsProtocol]:
     class TimedHttpProtocol(HttpToolsProtocol):
         _head_deadline: asyncio.TimerHandle | None = None
         _waiting_for_head = False
+        #: When it began waiting for the head it is waiting for (the loop's clock).
+        _waiting_since = 0.0
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm()
+            self._make_room()
+
+        def _make_room(self) -> None:
+            """At the connection limit, close the connections waiting longest for a head until
+            this one is below it (uvicorn answers 503 to a request that arrives at the limit)."""
+            limit = self.limit_concurrency
+            if limit is None or len(self.connections) < limit:
+                return
+            # A closed connection leaves the set only when the loop reports it lost, which may
+            # come after this one's head: it leaves here, as uvicorn's count would still hold it.
+            for closing in [c for c in self.connections if c.transport.is_closing()]:
+                self.connections.discard(closing)
+            waiting = sorted(
+                (
+                    c
+                    for c in self.connections
+                    if c is not self and isinstance(c, TimedHttpProtocol) and c._waiting_for_head
+                ),
+                key=lambda c: c._waiting_since,
+            )
+            for connection in waiting[: len(self.connections) - limit + 1]:
+                connection.transport.close()
+                self.connections.discard(connection)
 
         def on_headers_complete(self) -> None:
             self._waiting_for_head = False
@@ -55,6 +87,7 @@ def timed_http(header_timeout: float) -> type[HttpToolsProtocol]:
         def _arm(self) -> None:
             self._disarm()
             self._waiting_for_head = True
+            self._waiting_since = self.loop.time()
             self._head_deadline = self.loop.call_later(header_timeout, self._too_slow)
 
         def _disarm(self) -> None:
