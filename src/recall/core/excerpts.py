@@ -21,12 +21,19 @@ from recall.core.tokens import TokenCounter
 #: Where a sentence ends: after . ! ? or a line break (abbreviations split too; harmless here).
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
 ELLIPSIS = "…"
+#: The characters a sentence can end after (`SENTENCE_END`): their count bounds the sentences.
+_SENTENCE_MARKS = (".", "!", "?", "…", "\n")
 #: Characters of a message an excerpt analyses at most (splits into sentences and normalises
 #: the words of): the work of a build is bounded whatever a stored message's length. A longer
 #: message is analysed around the passage the search matched by meaning, else around where the
 #: query's words are densest (found by plain substring counts, which cost little even over
 #: 350,000 characters), else from its start.
 MAX_SCAN_CHARS = 12_000
+#: ... and no more than this many per token of the excerpt (at least MIN_SCAN_CHARS): analysing
+#: stays proportional to what the excerpt shows, so a context of excerpts of long messages costs
+#: about what one of short messages does (a recalled excerpt of 160 tokens reads 2,560).
+SCAN_CHARS_PER_TOKEN = 16
+MIN_SCAN_CHARS = 2_000
 #: Sentences of it analysed at most (a window of one-word sentences holds thousands).
 MAX_SENTENCES = 400
 #: Query words shorter than this are not counted when looking for that place (a one- or
@@ -93,7 +100,8 @@ def excerpt(
         whole = " ".join(text.split())
         if counter.count(whole) <= max_tokens:
             return Excerpt(whole, False)
-    offset, end = _window(text, terms if isinstance(terms, frozenset) else frozenset(terms), focus)
+    scan = min(MAX_SCAN_CHARS, max(MIN_SCAN_CHARS, SCAN_CHARS_PER_TOKEN * max_tokens))
+    offset, end = _window(text, terms if isinstance(terms, frozenset) else frozenset(terms), focus, scan)
     scanned = text[offset:end]
     analysed = _analysed(scanned, words)
     parts, starts = analysed.parts, analysed.starts
@@ -140,35 +148,37 @@ def excerpt(
     return Excerpt(out, True)
 
 
-def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
-    """Where the characters an excerpt analyses start and end: at most `MAX_SCAN_CHARS` of them
-    and `MAX_SENTENCES` sentences (the window ends where the next would start). A text no longer
+def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None, scan: int) -> tuple[int, int]:
+    """Where the characters an excerpt analyses start and end: at most `scan` of them and
+    `MAX_SENTENCES` sentences (the window ends where the next would start). A text no longer
     than that is read from its start; a longer one around the focus, else in the window (in
     steps of half its length) holding the query's words most often, the first of equals (the
     opening when none is)."""
-    if len(text) <= 2 * MAX_SENTENCES:  # too short to hold more sentences (each takes two characters)
+    if len(text) <= 2 * MAX_SENTENCES and len(text) <= scan:  # too short for more sentences (two characters each)
         return 0, len(text)
-    return _long_window(text, terms, focus)
+    return _long_window(text, terms, focus, scan)
 
 
 @lru_cache(maxsize=1024)
-def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
+def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None, scan: int) -> tuple[int, int]:
     """`_window` of a text that may need cutting, remembered: a build excerpts one message at
     several sizes, and the builds after it the same messages for the same question."""
     offset = 0
-    half = MAX_SCAN_CHARS // 2
+    half = scan // 2
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
-    if len(text) <= MAX_SCAN_CHARS:
+    if len(text) <= scan:
         pass
     elif focus is not None:
-        offset = 0 if focus[0] < half else min(focus[0] - half, len(text) - MAX_SCAN_CHARS)
+        offset = 0 if focus[0] < half else min(focus[0] - half, len(text) - scan)
     elif locating:
         lowered = text.lower()
         # Each half counted once; a window is two halves in a row.
         halves = [sum(lowered.count(t, at, at + half) for t in locating) for at in range(0, len(text), half)]
         windows = [first + second for first, second in zip(halves, halves[1:], strict=False)]
         offset = windows.index(max(windows)) * half
-    end = min(len(text), offset + MAX_SCAN_CHARS)
+    end = min(len(text), offset + scan)
+    if sum(text.count(mark, offset, end) for mark in _SENTENCE_MARKS) < MAX_SENTENCES - 1:
+        return offset, end  # fewer places a sentence could end than the most it may hold
     beyond = next(itertools.islice(SENTENCE_END.finditer(text, offset, end), MAX_SENTENCES - 1, None), None)
     return offset, end if beyond is None else beyond.start()
 
