@@ -9,6 +9,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+import pytest
+
 from recall.core.excerpts import ELLIPSIS, excerpt, sentences
 from recall.core.recalled import (
     FULL_AFTER_MISSES,
@@ -196,6 +198,32 @@ def test_a_very_long_message_is_excerpted_where_the_query_words_are() -> None:
     assert cut.text.startswith(ELLIPSIS) and cut.text.endswith(ELLIPSIS)
     # No word of the query in it: its opening.
     assert excerpt(text, {"zebra"}, _words, COUNTER, 40).text.startswith("The weather stayed mild")
+
+
+def test_an_excerpt_analyses_in_proportion_to_what_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, point 8: every excerpt analysed up to 12,000 characters, so a context of 300
+    excerpts of long messages cost seconds. Now a window of 16 characters per token of the
+    excerpt (2,000 at least), placed where the query's words are; a text that fits one is read whole."""
+    from recall.core import excerpts
+
+    analysed: list[int] = []
+    real = excerpts._analysed.__wrapped__
+
+    def counted(text: str, words: Any) -> Any:
+        analysed.append(len(text))
+        return real(text, words)
+
+    monkeypatch.setattr(excerpts, "_analysed", counted)
+    filler = "The weather stayed mild and the meeting notes were filed as usual. " * 1_500
+    text = f"{filler}The parcel for Oslo left the depot on Friday. {filler}"
+    cut = excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 160)
+    assert "The parcel for Oslo left the depot on Friday." in cut.text
+    assert analysed[0] <= 16 * 160 < len(text)
+    cut = excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 40)
+    assert "The parcel for Oslo left the depot on Friday." in cut.text and analysed[-1] <= 2_000
+    short = "A short note. " * 100  # 1,400 characters: read whole
+    excerpt(short, {"note"}, _words, COUNTER, 10)
+    assert analysed[-1] == len(short)
 
 
 def test_excerpt_of_one_endless_sentence_is_clipped() -> None:
