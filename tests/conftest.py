@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,21 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "recall.db")
     return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def open_on_store(store_location: str) -> Iterator[Callable[[Settings], Recall]]:
+    """Opens a `Recall` on `store_location` (both backends) with the settings given; each is
+    closed after the test."""
+    opened: list[Recall] = []
+
+    def open_(settings: Settings) -> Recall:
+        opened.append(Recall(store_location, settings))
+        return opened[-1]
+
+    yield open_
+    for recall in opened:
+        recall.close()
 
 
 @pytest.fixture

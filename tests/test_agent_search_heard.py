@@ -3,7 +3,7 @@ point 5): on the Python API, REST and MCP alike (they share `Searcher.search`), 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -11,10 +11,8 @@ from recall import Recall, Settings
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
-    recall = Recall(store_location, Settings(index_interval=0))
-    yield recall
-    recall.close()
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
+    return open_on_store(Settings(index_interval=0))
 
 
 def found(mem: Recall, agent: str, query: str, k: int = 10) -> list[str]:

@@ -6,7 +6,7 @@ keep their copy. Both stores."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -19,10 +19,8 @@ DOG = "Maria's dog is called Biscuit"
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
-    recall = Recall(store_location, Settings(index_interval=0, call_copies="full"))
-    yield recall
-    recall.close()
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
+    return open_on_store(Settings(index_interval=0, call_copies="full"))
 
 
 @pytest.fixture

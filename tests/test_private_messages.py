@@ -6,7 +6,7 @@ refused from every caller. On both stores."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,10 +24,8 @@ CALL = {"id": "call_1", "type": "function", "function": {"name": "vault", "argum
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
-    recall = Recall(store_location, Settings(index_interval=0))
-    yield recall
-    recall.close()
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
+    return open_on_store(Settings(index_interval=0))
 
 
 @pytest.fixture

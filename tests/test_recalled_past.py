@@ -3,7 +3,7 @@ weeks ago in any chat, and never a message it did not hear nor another tenant's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -15,11 +15,9 @@ LATER = datetime(2025, 4, 2, 10, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
     # No background indexer: each test brings the index up to date where it says so.
-    recall = Recall(store_location, Settings(index_interval=0))
-    yield recall
-    recall.close()
+    return open_on_store(Settings(index_interval=0))
 
 
 @pytest.fixture

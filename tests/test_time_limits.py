@@ -5,7 +5,7 @@ it still answers. Both stores."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -18,10 +18,8 @@ QUICK = Settings(index_interval=0, embeddings="none")
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
-    recall = Recall(store_location, QUICK)
-    yield recall
-    recall.close()
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
+    return open_on_store(QUICK)
 
 
 @pytest.fixture

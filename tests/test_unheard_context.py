@@ -6,7 +6,7 @@ the same search)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -16,10 +16,8 @@ QUICK = Settings(index_interval=0, embeddings="none")
 
 
 @pytest.fixture
-def mem(store_location: str) -> Iterator[Recall]:
-    recall = Recall(store_location, QUICK)
-    yield recall
-    recall.close()
+def mem(open_on_store: Callable[[Settings], Recall]) -> Recall:
+    return open_on_store(QUICK)
 
 
 def texts(mem: Recall, agent: str, query: str) -> list[str]:
