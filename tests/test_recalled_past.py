@@ -277,3 +277,30 @@ def test_long_replies_leave_room_for_the_answer_and_the_window_for_the_thread(me
     shown = {i.id for i in theirs.report.items if i.included and i.kind == "message"}
     assert shown <= {welcome.id, late.id} and answer.id not in {i.id for i in theirs.report.items}
     assert "heron-7" not in str(theirs.to_dict())
+
+
+def test_one_context_analyses_a_bounded_share_of_many_long_messages(
+    mem: Recall, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43, point 8: the excerpts of one context analyse `MAX_CONTEXT_SCAN_CHARS` at most,
+    history and recalled past together; the rest are cut where the question's words are."""
+    from recall.core import excerpts
+
+    analysed: list[int] = []
+    real = excerpts._analysed.__wrapped__
+
+    def counted(text: str, words: Callable[[str], list[str]]) -> object:
+        analysed.append(len(text))
+        return real(text, words)
+
+    monkeypatch.setattr(excerpts, "_analysed", counted)
+    monkeypatch.setattr(excerpts, "MAX_CONTEXT_SCAN_CHARS", 30_000)
+    filler = "The weather stayed mild and the meeting notes were filed as usual. " * 300
+    for n in range(12):
+        world.post("desk", f"{filler}Shipment {n}: the parcel for Oslo left the depot on Friday. {filler}")
+    asked = world.post("maria", "@desk which depot did the parcel for Oslo leave from?")
+    mem.refresh_index()
+    ctx = world.agent("desk").context(message=asked, max_tokens=20_000)
+    assert 0 < sum(analysed) <= 30_000
+    shown = "\n".join(str(m["content"]) for m in ctx.openai())
+    assert sum(f"Shipment {n}: the parcel for Oslo" in shown for n in range(12)) >= 6

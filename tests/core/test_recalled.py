@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from recall.core.excerpts import ELLIPSIS, excerpt, sentences
+from recall.core.excerpts import ELLIPSIS, Analysis, excerpt, sentences
 from recall.core.recalled import (
     FULL_AFTER_MISSES,
     HEADER,
@@ -200,10 +200,10 @@ def test_a_very_long_message_is_excerpted_where_the_query_words_are() -> None:
     assert excerpt(text, {"zebra"}, _words, COUNTER, 40).text.startswith("The weather stayed mild")
 
 
-def test_an_excerpt_analyses_in_proportion_to_what_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 43, point 8: every excerpt analysed up to 12,000 characters, so a context of 300
-    excerpts of long messages cost seconds. Now a window of 16 characters per token of the
-    excerpt (2,000 at least), placed where the query's words are; a text that fits one is read whole."""
+def test_a_context_analyses_a_bounded_number_of_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43, point 8: each excerpt analysed up to 12,000 characters, and a context of 300
+    excerpts of long messages cost seconds. One context analyses `MAX_CONTEXT_SCAN_CHARS` at
+    most (`Analysis`); past them a long message is cut where the query's words are, unanalysed."""
     from recall.core import excerpts
 
     analysed: list[int] = []
@@ -215,15 +215,16 @@ def test_an_excerpt_analyses_in_proportion_to_what_it_shows(monkeypatch: pytest.
 
     monkeypatch.setattr(excerpts, "_analysed", counted)
     filler = "The weather stayed mild and the meeting notes were filed as usual. " * 1_500
-    text = f"{filler}The parcel for Oslo left the depot on Friday. {filler}"
-    cut = excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 160)
-    assert "The parcel for Oslo left the depot on Friday." in cut.text
-    assert analysed[0] <= 16 * 160 < len(text)
-    cut = excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 40)
-    assert "The parcel for Oslo left the depot on Friday." in cut.text and analysed[-1] <= 2_000
-    short = "A short note. " * 100  # 1,400 characters: read whole
-    excerpt(short, {"note"}, _words, COUNTER, 10)
-    assert analysed[-1] == len(short)
+    texts = [f"{filler}Note {n}: the parcel for Oslo left the depot on Friday. {filler}" for n in range(3)]
+    budget = Analysis(20_000)  # one window of 12,000 characters, not two
+    cuts = [excerpt(text, {"parcel", "oslo"}, _words, COUNTER, 40, None, budget) for text in texts]
+    assert analysed == [12_000] and budget.left == 8_000
+    for n, cut in enumerate(cuts):
+        assert cut.cut and f"Note {n}: the parcel for Oslo left the depot on Friday." in cut.text
+        assert COUNTER.count(cut.text) <= 42
+    # The same window again (another size of the same excerpt) is not counted twice.
+    excerpt(texts[0], {"parcel", "oslo"}, _words, COUNTER, 30, None, budget)
+    assert budget.left == 8_000
 
 
 def test_excerpt_of_one_endless_sentence_is_clipped() -> None:

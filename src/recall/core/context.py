@@ -23,7 +23,7 @@ from recall.core.context_records import (
     ReportItem,
 )
 from recall.core.escaping import escape
-from recall.core.excerpts import CHARS_PER_TOKEN_BOUND
+from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, Analysis
 from recall.core.models import Message
 from recall.core.recalled import pack_recalled
 from recall.core.routing import TOOL_CALL_ID, context_verdict, is_own, is_own_tool_result
@@ -222,7 +222,9 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         # What the filter left out of the recent conversation stays out (its reason carries over).
         # A compressed message is in the summary: it is not repeated either.
         hidden = _hidden([*scan.items, *dropped])
-        recalled = pack_recalled(req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id)
+        recalled = pack_recalled(
+            req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id, analysis=Analysis()
+        )
         _insert_recalled(blocks, recalled.message)
         items.extend(recalled.items)
         notes.extend(recalled.notes)
@@ -312,7 +314,9 @@ def _spend_by_value(
         (m for m in (*history_all, *earlier_incoming) if m not in mentions), key=lambda m: m.source_id or 0
     )
     parts = {c.id: c.part for c in req.recalled.candidates if c.part}
-    cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals, parts)
+    # One bound on what the context's excerpts analyse, history and recalled past together.
+    analysis = Analysis()
+    cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals, parts, analysis)
     room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
     window, older = recent_window(conversation, req.window, room, cutter)
     taken += sum(m.tokens for m in window)
@@ -335,6 +339,7 @@ def _spend_by_value(
         _hidden(scan.items),
         req.trigger_id,
         pool,
+        analysis,
     )
     _insert_recalled(blocks, recalled.message)
     for m in window:

@@ -29,11 +29,11 @@ _SENTENCE_MARKS = (".", "!", "?", "…", "\n")
 #: query's words are densest (found by plain substring counts, which cost little even over
 #: 350,000 characters), else from its start.
 MAX_SCAN_CHARS = 12_000
-#: ... and no more than this many per token of the excerpt (at least MIN_SCAN_CHARS): analysing
-#: stays proportional to what the excerpt shows, so a context of excerpts of long messages costs
-#: about what one of short messages does (a recalled excerpt of 160 tokens reads 2,560).
-SCAN_CHARS_PER_TOKEN = 16
-MIN_SCAN_CHARS = 2_000
+#: Characters one context analyses at most, over all its excerpts (`Analysis`): past them, a
+#: long message is cut where the query's words are densest, its sentences unread (`_located`).
+#: A context of BEAM's conversations at 16,000 tokens analyses up to ~370,000; 300 messages of
+#: 100,000 characters at the model's whole window asked for 3,600,000 (seconds of CPU a call).
+MAX_CONTEXT_SCAN_CHARS = 500_000
 #: Sentences of it analysed at most (a window of one-word sentences holds thousands).
 MAX_SENTENCES = 400
 #: Query words shorter than this are not counted when looking for that place (a one- or
@@ -41,6 +41,27 @@ MAX_SENTENCES = 400
 LOCATING_MIN_CHARS = 4
 #: Fewer characters than this per token are assumed of a text too long to count whole.
 CHARS_PER_TOKEN_BOUND = 12
+
+
+class Analysis:
+    """What one context build may still analyse, in characters (`MAX_CONTEXT_SCAN_CHARS`); a
+    window analysed once is not counted again. The packing reads messages in one order, so the
+    same store gives the same excerpts."""
+
+    def __init__(self, chars: int | None = None) -> None:
+        self.left = MAX_CONTEXT_SCAN_CHARS if chars is None else chars
+        self._done: set[tuple[int, int, int]] = set()
+
+    def take(self, text: str, offset: int, end: int) -> bool:
+        """Whether `text[offset:end]` may be analysed (then it is counted)."""
+        key = (id(text), offset, end)  # the same message's text, excerpted at several sizes
+        if key in self._done:
+            return True
+        if end - offset > self.left:
+            return False
+        self.left -= end - offset
+        self._done.add(key)
+        return True
 
 
 @dataclass(frozen=True)
@@ -90,18 +111,22 @@ def excerpt(
     counter: TokenCounter,
     max_tokens: int,
     focus: tuple[int, int] | None = None,
+    analysis: Analysis | None = None,
 ) -> Excerpt:
     """`text` cut to about `max_tokens` tokens around its sentences that hold most of `terms`
     (each sentence's words normalised by `words`); the whole text when it fits. `focus` is the
     span of the passage the search matched by meaning (`passages.passage_span`): its sentences
     count one matching word more. A message with no matching sentence and no focus keeps its
-    opening sentences."""
+    opening sentences. `analysis`: what the context may still analyse (past it, `_located`)."""
     if len(text) <= max_tokens * CHARS_PER_TOKEN_BOUND:
         whole = " ".join(text.split())
         if counter.count(whole) <= max_tokens:
             return Excerpt(whole, False)
-    scan = min(MAX_SCAN_CHARS, max(MIN_SCAN_CHARS, SCAN_CHARS_PER_TOKEN * max_tokens))
-    offset, end = _window(text, terms if isinstance(terms, frozenset) else frozenset(terms), focus, scan)
+    offset, end = _window(text, terms if isinstance(terms, frozenset) else frozenset(terms), focus)
+    if analysis is not None and not analysis.take(text, offset, end):
+        return _located(
+            text, offset, end, terms if isinstance(terms, frozenset) else frozenset(terms), counter, max_tokens
+        )
     scanned = text[offset:end]
     analysed = _analysed(scanned, words)
     parts, starts = analysed.parts, analysed.starts
@@ -148,39 +173,62 @@ def excerpt(
     return Excerpt(out, True)
 
 
-def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None, scan: int) -> tuple[int, int]:
-    """Where the characters an excerpt analyses start and end: at most `scan` of them and
-    `MAX_SENTENCES` sentences (the window ends where the next would start). A text no longer
+def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
+    """Where the characters an excerpt analyses start and end: at most `MAX_SCAN_CHARS` of them
+    and `MAX_SENTENCES` sentences (the window ends where the next would start). A text no longer
     than that is read from its start; a longer one around the focus, else in the window (in
     steps of half its length) holding the query's words most often, the first of equals (the
     opening when none is)."""
-    if len(text) <= 2 * MAX_SENTENCES and len(text) <= scan:  # too short for more sentences (two characters each)
+    if len(text) <= 2 * MAX_SENTENCES:  # too short to hold more sentences (each takes two characters)
         return 0, len(text)
-    return _long_window(text, terms, focus, scan)
+    return _long_window(text, terms, focus)
 
 
 @lru_cache(maxsize=1024)
-def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None, scan: int) -> tuple[int, int]:
+def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
     """`_window` of a text that may need cutting, remembered: a build excerpts one message at
     several sizes, and the builds after it the same messages for the same question."""
     offset = 0
-    half = scan // 2
+    half = MAX_SCAN_CHARS // 2
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
-    if len(text) <= scan:
+    if len(text) <= MAX_SCAN_CHARS:
         pass
     elif focus is not None:
-        offset = 0 if focus[0] < half else min(focus[0] - half, len(text) - scan)
+        offset = 0 if focus[0] < half else min(focus[0] - half, len(text) - MAX_SCAN_CHARS)
     elif locating:
         lowered = text.lower()
         # Each half counted once; a window is two halves in a row.
         halves = [sum(lowered.count(t, at, at + half) for t in locating) for at in range(0, len(text), half)]
         windows = [first + second for first, second in zip(halves, halves[1:], strict=False)]
         offset = windows.index(max(windows)) * half
-    end = min(len(text), offset + scan)
+    end = min(len(text), offset + MAX_SCAN_CHARS)
     if sum(text.count(mark, offset, end) for mark in _SENTENCE_MARKS) < MAX_SENTENCES - 1:
         return offset, end  # fewer places a sentence could end than the most it may hold
     beyond = next(itertools.islice(SENTENCE_END.finditer(text, offset, end), MAX_SENTENCES - 1, None), None)
     return offset, end if beyond is None else beyond.start()
+
+
+def _located(
+    text: str, offset: int, end: int, terms: frozenset[str], counter: TokenCounter, max_tokens: int
+) -> Excerpt:
+    """Past the context's analysis: the stretch of the window about `max_tokens` tokens long
+    (four characters a token) where the query's words are most often, the first of equals,
+    clipped at words to `max_tokens` tokens; no sentence split, no word normalised."""
+    size = 4 * max_tokens
+    at = offset + _densest(text, offset, end, terms, size)
+    found = text[at : at + size].split()
+    clipped = _clip(" ".join(found[1:] if at > 0 else found), counter, max_tokens)  # a cut word out
+    return Excerpt(f"{ELLIPSIS} {clipped}" if at > 0 else clipped, True)
+
+
+@lru_cache(maxsize=1024)
+def _densest(text: str, offset: int, end: int, terms: frozenset[str], size: int) -> int:
+    """Where in `text[offset:end]` the stretch of `size` characters (in steps of half of it)
+    holds the query's words most often, the first of equals; remembered, as analyses are."""
+    lowered = text[offset:end].lower()
+    locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
+    starts = range(0, max(1, len(lowered) - size + 1), max(1, size // 2))
+    return max(starts, key=lambda at: sum(lowered.count(t, at, at + size) for t in locating)) if locating else 0
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from recall.core.context_records import ContextMessage, ReportItem
+from recall.core.excerpts import Analysis
 from recall.core.models import Message
 from recall.core.recalled_lines import HEADER, Lines, Turn, render
 from recall.core.tokens import TokenCounter
@@ -206,6 +207,7 @@ def pack_recalled(
     hidden: Mapping[int, str] | None = None,
     newest: int | None = None,
     history: Sequence[HistoryCandidate] = (),
+    analysis: Analysis | None = None,
 ) -> Recalled:
     """Pack the pool into at most `room` tokens (the recalled block's whole system message
     counted; the recalled past itself at most `max_tokens`): the candidates and the `history`
@@ -236,7 +238,7 @@ def pack_recalled(
     taken: set[int] = set()
     picked: list[tuple[RecallCandidate, list[Turn]]] = []
     chosen: list[tuple[HistoryCandidate, ContextMessage, dict[str, Any]]] = []
-    render_lines = Lines(counter, chat_id, req.terms, req.words, s.excerpt_tokens)
+    render_lines = Lines(counter, chat_id, req.terms, req.words, s.excerpt_tokens, analysis)
     in_pool = {h.whole.source_id for h in history}
     parts = {c.id: c.part for c in req.candidates if c.part}
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from recall.core.escaping import escape
-from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, excerpt
+from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, Analysis, excerpt
 from recall.core.models import Message, with_caption
 from recall.core.passages import passage_span
 from recall.core.tokens import TokenCounter
@@ -78,12 +78,15 @@ class Lines:
         terms: Collection[str],
         words: Callable[[str], list[str]],
         excerpt_tokens: int,
+        analysis: Analysis | None = None,
     ) -> None:
         self.counter = counter
         self.chat_id = chat_id
         self.terms = terms
         self.words = words
         self.excerpt_tokens = excerpt_tokens
+        #: What the context's excerpts may still analyse.
+        self.analysis = analysis
         self._speakers: dict[str, int] = {}
 
     def turn(self, message: Message, neighbour_of: int | None = None, part: int = 0) -> Turn:
@@ -99,7 +102,8 @@ class Lines:
             tokens = self.counter.count(f"{message.sender}: {whole}\n")
             if tokens - self._speaker(message.sender) - 1 <= self.excerpt_tokens:
                 return Turn(message, whole, False, tokens, label, neighbour_of)
-        cut = excerpt(text, self.terms, self.words, self.counter, self.excerpt_tokens, passage_span(text, part))
+        focus = passage_span(text, part)
+        cut = excerpt(text, self.terms, self.words, self.counter, self.excerpt_tokens, focus, self.analysis)
         turn = Turn(message, escape(cut.text), cut.cut, 0, label, neighbour_of, part if cut.cut else 0)
         return turn._replace(tokens=self.counter.count(f"{line(turn)}\n"))
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from recall.core.context_records import ContextMessage
-from recall.core.excerpts import excerpt
+from recall.core.excerpts import Analysis, excerpt
 from recall.core.models import Message
 from recall.core.passages import passage_span
 from recall.core.recalled import HistoryCandidate, RecallCandidate
@@ -53,6 +53,7 @@ class Cutter:
         words: Callable[[str], list[str]],
         originals: Mapping[int, Message],
         parts: Mapping[int, int] | None = None,
+        analysis: Analysis | None = None,
     ) -> None:
         self.counter = counter
         self.terms = terms
@@ -60,6 +61,8 @@ class Cutter:
         self.originals = originals
         #: Message id -> the passage the search matched it by (`RecallCandidate.part`).
         self.parts = parts or {}
+        #: What the context's excerpts may still analyse.
+        self.analysis = analysis
 
     def can_cut(self, message: ContextMessage) -> bool:
         return message.role in ("user", "assistant") and not message.extra and message.source_id is not None
@@ -75,7 +78,7 @@ class Cutter:
         text = self.originals[message.source_id].content
         focus = passage_span(text, self.parts.get(message.source_id, 0))
         while room > 0:
-            part = excerpt(text, self.terms, self.words, self.counter, room, focus)
+            part = excerpt(text, self.terms, self.words, self.counter, room, focus, self.analysis)
             content = f"{EXCERPT_MARK}{part.text}" if part.cut else part.text
             tokens = self.counter.message(message.role, content, message.name)
             if tokens <= max_tokens:
