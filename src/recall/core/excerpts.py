@@ -214,21 +214,22 @@ def _located(
     """Past the context's analysis: the stretch of the window about `max_tokens` tokens long
     (four characters a token) where the query's words are most often, the first of equals,
     clipped at words to `max_tokens` tokens; no sentence split, no word normalised."""
-    size = 4 * max_tokens
-    at = offset + _densest(text, offset, end, terms, size)
-    found = text[at : at + size].split()
-    clipped = _clip(" ".join(found[1:] if at > 0 else found), counter, max_tokens)  # a cut word out
-    return Excerpt(f"{ELLIPSIS} {clipped}" if at > 0 else clipped, True)
+    return _located_in(text, offset, end, terms, counter.name, max_tokens)
 
 
 @lru_cache(maxsize=1024)
-def _densest(text: str, offset: int, end: int, terms: frozenset[str], size: int) -> int:
-    """Where in `text[offset:end]` the stretch of `size` characters (in steps of half of it)
-    holds the query's words most often, the first of equals; remembered, as analyses are."""
+def _located_in(text: str, offset: int, end: int, terms: frozenset[str], encoding: str, max_tokens: int) -> Excerpt:
+    """`_located`, remembered (as analyses are: the builds after one meet the same messages for
+    the same question), by the name of the counter's encoding."""
+    size = 4 * max_tokens
     lowered = text[offset:end].lower()
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
     starts = range(0, max(1, len(lowered) - size + 1), max(1, size // 2))
-    return max(starts, key=lambda at: sum(lowered.count(t, at, at + size) for t in locating)) if locating else 0
+    best = max(starts, key=lambda at: sum(lowered.count(t, at, at + size) for t in locating)) if locating else 0
+    at = offset + best
+    found = text[at : at + size].split()
+    clipped = _clip(" ".join(found[1:] if at > 0 else found), TokenCounter(encoding), max_tokens)  # a cut word out
+    return Excerpt(f"{ELLIPSIS} {clipped}" if at > 0 else clipped, True)
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:
