@@ -6,8 +6,8 @@ is remembered per message, so what a build pays for a message it has not excerpt
 the cold cost timed here: each run excerpts a text not seen before (a unique tail), with the
 real stemmer and token counter, for an ordinary reply (3,000 characters, the size of a long
 model reply) and for the worst inputs found, up to the largest message a world accepts by
-default: plain prose of 12,000 / 40,000 / 100,000 / 350,000 characters with the query's
-words deep inside, one endless sentence, thousands of one-word sentences, and text that is
+default (100,000 characters) and past it (350,000, for a world that raised `max_message_chars`):
+plain prose of 12,000 / 40,000 / 100,000 / 350,000 characters with the query's words deep inside, one endless sentence, thousands of one-word sentences, and text that is
 all query words. The extra cost of each is its p50 minus the ordinary reply's. Target: ≤ 5 ms.
 
     .venv/bin/python bench/excerpt_bench.py              # a few seconds
