@@ -19,6 +19,7 @@ NOT_FOUND = [
     ("DELETE", "/v1/worlds/w/agents/agent-a%00"),
     ("GET", "/v1/worlds/w/agents/agent-a/calls/c%00x"),
     ("GET", "/v1/worlds/w/agents/agent-a/calls/c%00x/replay"),
+    ("POST", "/v1/worlds/w/agents/agent-a/calls/c%00x/outcome"),
     ("GET", "/v1/worlds/w/agents/agent-a/notes/k%00"),
     ("GET", "/v1/scopes/user:w%00/maria/facts"),
 ]
@@ -27,7 +28,7 @@ NOT_FOUND = [
 @pytest.mark.parametrize(("method", "path"), NOT_FOUND)
 def test_a_nul_in_a_path_id_is_an_unknown_id(live: LiveServer, method: str, path: str) -> None:
     with live.client() as c:
-        answer = c.request(method, path)
+        answer = c.request(method, path, json={} if method == "POST" else None)
     assert answer.status_code in (404, 422), answer.text
     assert "error" in answer.json()
 

@@ -36,7 +36,10 @@ def test_old_deliveries_of_private_messages_to_other_agents_go(store_location: s
             world.add_agent(agent)
         public = world.post("maria", "hello everyone")
         result = world.agent("a").post_tool_result("the vault code is 7781", call_id="call_1")
+        call = world.agent("B").context(record=True).call_id  # no copy of the messages (call_copies "ids")
+        mem.service.calls.writer.flush()
         keys = dict(query(store_location, "SELECT id, key FROM participants WHERE kind = 'agent'"))
+    assert query(store_location, "SELECT senders FROM model_calls WHERE id = ?", (call,)) == [("\tmaria\t",)]
     # As an older recall stored them: a tool result and a LangChain system message of `a`,
     # delivered to every agent (b too), with the metadata recall wrote then.
     old_system = result.id + 1
@@ -53,6 +56,9 @@ def test_old_deliveries_of_private_messages_to_other_agents_go(store_location: s
                 f"INSERT INTO deliveries (bucket, agent_key, message_id, own) VALUES ({k >> 4}, {k}, {old_system}, 0)"
                 for k in keys.values()
             ),
+            # Each delivery counted in its agent's memory of the chat, as posting counts it.
+            f"UPDATE memory_counts SET n = n + 2 WHERE agent_key = {keys['B']}",
+            f"UPDATE memory_counts SET n = n + 1 WHERE agent_key = {keys['a']}",
             f"DELETE FROM schema_migrations WHERE version = {latest}",
         ],
     )
@@ -63,6 +69,14 @@ def test_old_deliveries_of_private_messages_to_other_agents_go(store_location: s
         store = mem.service.store
         assert store.heard_ids("w", "B", [public.id, result.id, old_system]) == {public.id}
         assert store.heard_ids("w", "a", [public.id, result.id, old_system]) == {public.id, result.id, old_system}
+        # Their memory counts lost what they lost: b heard one message of the chat, a three.
+        assert store.heard_counts("w", "B") == {None: 1} and store.heard_counts("w", "a") == {None: 3}
+        # Calls stored before may hold a copy: each is marked, and a deletion takes the mark off
+        # those without one.
+        marked = query(store_location, "SELECT senders FROM model_calls WHERE id = ?", (call,))
+        assert marked == [("\tmaria\t#full\t",)]
+        mem.world("w").delete_message(public)
+        assert query(store_location, "SELECT senders FROM model_calls WHERE id = ?", (call,)) == [("\tmaria\t",)]
     assert int(query(store_location, "SELECT MAX(version) FROM schema_migrations")[0][0]) == int(latest)
     assert (
         sqlite_schema.LATEST_VERSION

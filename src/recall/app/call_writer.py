@@ -278,13 +278,15 @@ class Scrubbing:
         self.done.append((world_key, erasure))
         return self.store.rewrite_calls(db, world_key, erasure.person, erasure.messages, _scrubber(erasure))
 
-    def forget_copies(self, db: Any, world_key: str | None, items: Iterable[tuple[str, int]]) -> int:
+    def forget_copies(
+        self, db: Any, world_key: str | None, items: Iterable[tuple[str, int]], tenant: str | None = None
+    ) -> int:
         """Inside a deletion's transaction: every stored record of the world (None: of every
-        world, as a fact may be quoted in any) whose copy of the messages as sent showed one of
-        `items` (kind, id) loses that copy; how many changed."""
+        world of `tenant`, as a fact may be quoted in any) whose copy of the messages as sent
+        showed one of `items` (kind, id) loses that copy; how many changed."""
         deletion = Deletion(frozenset(items))
         self.done.append((world_key or "", deletion))
-        return self.store.rewrite_copies(db, world_key, _scrubber(deletion))
+        return self.store.rewrite_copies(db, world_key, _scrubber(deletion), tenant)
 
 
 def _scrubber(erasure: Erasure | Deletion) -> Callable[[bytes, int | None], bytes | None]:
@@ -296,6 +298,8 @@ def _scrubber(erasure: Erasure | Deletion) -> Callable[[bytes, int | None], byte
             decoded(body), call_id="", world_id="", agent_id="", chat_id=None, trigger_id=trigger,
             at=datetime.fromtimestamp(0, UTC), source="", call_digest="",
         )  # fmt: skip
+        if isinstance(erasure, Deletion) and record.messages is None:
+            return body  # no copy (marked by the migration to be safe): the same body, the mark goes
         scrubbed = erasure.scrub(record)
         return None if scrubbed is record else pack(scrubbed)
 

@@ -154,7 +154,8 @@ class CallLog:
             raise InvalidInputError("error", "must say how the call failed (a non-empty text), or be None")
         outcome, detail = (OUTCOMES[0], None) if error is None else (OUTCOMES[1], error.strip()[:MAX_ERROR_CHARS])
         self.writer.flush()  # a call still queued is stored first
-        if not self.store.set_call_outcome(world.key, agent.id, call_id, outcome, detail):
+        stored = could_be_stored(call_id) and self.store.set_call_outcome(world.key, agent.id, call_id, outcome, detail)
+        if not stored:
             raise UnknownCallError(call_id, agent.id)
         return self.get(world_id, agent_id, call_id)
 

@@ -18,7 +18,7 @@ from recall.app.worlds import Worlds
 from recall.core.extraction_plan import FactChanges
 from recall.core.facts import Fact, NewFact, parse_scope, validate_new_fact, validate_sections
 from recall.errors import InvalidInputError, UnknownFactError
-from recall.store.base import Store
+from recall.store.base import FactWrite, Store
 
 if TYPE_CHECKING:
     from recall.search.index import SearchIndex
@@ -101,26 +101,26 @@ class Facts:
 
     def delete_fact(self, scope: str, fact_id: int, tenant: str = "") -> None:
         current = self.get_fact(scope, fact_id, tenant)
-        self._remove(tenant, current.scope, remove_ids=[current.id])
+        self._change(tenant, current.scope, remove_ids=[current.id])
 
     def clear_facts(self, scope: str, tenant: str = "") -> int:
-        return len(self._remove(tenant, self.scope(scope, tenant), clear=True))
+        return len(self._change(tenant, self.scope(scope, tenant), clear=True).removed)
 
-    def _remove(self, tenant: str, scope: str, remove_ids: Sequence[int] = (), clear: bool = False) -> Sequence[int]:
-        """Remove facts of a scope (these, or all); the ids that went. No recorded call keeps a
-        copy of their text: a fact may be quoted in any world of the tenant, so every record
-        with a copy is looked at."""
-        with self.calls.scrubbing() if self.calls is not None else nullcontext() as scrub:
+    def _change(self, tenant: str, scope: str, **changes: Any) -> FactWrite:
+        """`store.change_facts` now, the removed facts out of the search index. When facts may
+        go, no recorded call keeps a copy of their text either: a fact may be quoted in any
+        world of the tenant, so every record of the tenant's with a copy is looked at."""
+        removing = bool(changes.get("clear") or changes.get("remove_ids"))
+        scrubbing = self.calls.scrubbing() if removing and self.calls is not None else nullcontext()
+        with scrubbing as scrub:
 
             def then(db: Any, removed: Sequence[int]) -> None:
                 if scrub is not None:
-                    scrub.forget_copies(db, None, [("fact", i) for i in removed])
+                    scrub.forget_copies(db, None, [("fact", i) for i in removed], tenant)
 
-            written = self.store.change_facts(
-                tenant, scope, datetime.now(UTC), remove_ids=remove_ids, clear=clear, then=then
-            )
+            written = self.store.change_facts(tenant, scope, datetime.now(UTC), then=then, **changes)
         self._unindex(written.removed)
-        return written.removed
+        return written
 
     def fact_scopes(self, tenant: str = "") -> list[tuple[str, int]]:
         return self.store.list_fact_scopes(tenant)
@@ -181,10 +181,7 @@ class Facts:
             if _same(fact.content) not in seen:
                 seen.add(_same(fact.content))
                 fresh.append(fact)
-        written = self.store.change_facts(
-            tenant, canonical, datetime.now(UTC), add=fresh, sections=checked_sections, clear=replace
-        )
-        self._unindex(written.removed)
+        written = self._change(tenant, canonical, add=fresh, sections=checked_sections, clear=replace)
         self._index(tenant, written.added)
         return {"added": len(written.added), "skipped": len(checked) - len(fresh), "removed": len(written.removed)}
 
@@ -197,16 +194,14 @@ class Facts:
     def apply_changes(self, tenant: str, scope: str, changes: FactChanges) -> bool:
         """Store what an extraction decided for a canonical scope; False when nothing was
         stored because a message it was read from is gone (erased while the model ran)."""
-        written = self.store.change_facts(
+        written = self._change(
             tenant,
             scope,
-            datetime.now(UTC),
             add=changes.add,
             remove_ids=changes.remove_ids,
             sections=changes.sections or None,
             sources=changes.sources,
         )
-        self._unindex(written.removed)
         self._index(tenant, written.added)
         return not written.stale
 

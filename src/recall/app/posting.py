@@ -14,11 +14,13 @@ from recall.app.validation import MAX_MESSAGE_ID, check_channel, check_chat, che
 from recall.app.worlds import Roster, Worlds
 from recall.core.models import Message
 from recall.core.routing import (
+    LANGCHAIN_SYSTEM_FOR,
     PRIVATE_FOR,
     TOOL_CALL_ID,
     TOOL_RESULT_FOR,
     mentions,
     paragraph_mentions,
+    private_owner,
     resets_turns,
     sender_type,
 )
@@ -40,7 +42,7 @@ MAX_CALL_ID = 256
 #: integrations/openai_agents.py's "openai_agents"). From anyone else they would decide who
 #: sees a message and what it is: a forged tool result, an item in another agent's session.
 RESERVED_METADATA_KEYS = frozenset(
-    {PRIVATE_FOR, TOOL_RESULT_FOR, TOOL_CALL_ID, "langchain", "langchain_system_for", "openai_agents"}
+    {PRIVATE_FOR, TOOL_RESULT_FOR, TOOL_CALL_ID, LANGCHAIN_SYSTEM_FOR, "langchain", "openai_agents"}
 )
 
 
@@ -124,7 +126,7 @@ class Posting:
         sender = author.id if author else req.sender.strip().lower()
         author_agent = author.id if author and author.kind == "agent" else None
         recipients = roster.recipients(author_agent)
-        owner = req.private_for or metadata.get(PRIVATE_FOR) or metadata.get(TOOL_RESULT_FOR)
+        owner = req.private_for or private_owner(metadata)
         if owner is not None:
             found = roster.by_key.get(owner.lower()) if isinstance(owner, str) else None
             if found is None or found.kind != "agent":

@@ -50,11 +50,11 @@ class Analysis:
 
     def __init__(self, chars: int | None = None) -> None:
         self.left = MAX_CONTEXT_SCAN_CHARS if chars is None else chars
-        self._done: set[tuple[int, int, int]] = set()
+        self._done: set[tuple[str, int, int]] = set()
 
     def take(self, text: str, offset: int, end: int) -> bool:
         """Whether `text[offset:end]` may be analysed (then it is counted)."""
-        key = (id(text), offset, end)  # the same message's text, excerpted at several sizes
+        key = (text, offset, end)  # the same message's text, excerpted at several sizes
         if key in self._done:
             return True
         if end - offset > self.left:
@@ -181,13 +181,16 @@ def _window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> 
     opening when none is)."""
     if len(text) <= 2 * MAX_SENTENCES:  # too short to hold more sentences (each takes two characters)
         return 0, len(text)
+    if len(text) <= MAX_SCAN_CHARS:
+        return _long_window.__wrapped__(text, terms, focus)  # read from its start: nothing to remember
     return _long_window(text, terms, focus)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _long_window(text: str, terms: frozenset[str], focus: tuple[int, int] | None) -> tuple[int, int]:
-    """`_window` of a text that may need cutting, remembered: a build excerpts one message at
-    several sizes, and the builds after it the same messages for the same question."""
+    """`_window` of a text that may need cutting, remembered for the longest texts (a few
+    hundred, each up to `max_message_chars`): a build excerpts one message at several sizes,
+    and the builds after it the same messages for the same question."""
     offset = 0
     half = MAX_SCAN_CHARS // 2
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
@@ -214,22 +217,23 @@ def _located(
     """Past the context's analysis: the stretch of the window about `max_tokens` tokens long
     (four characters a token) where the query's words are most often, the first of equals,
     clipped at words to `max_tokens` tokens; no sentence split, no word normalised."""
-    return _located_in(text, offset, end, terms, counter.name, max_tokens)
+    return _located_in(text[offset:end], offset > 0, terms, counter.name, max_tokens)
 
 
 @lru_cache(maxsize=1024)
-def _located_in(text: str, offset: int, end: int, terms: frozenset[str], encoding: str, max_tokens: int) -> Excerpt:
-    """`_located`, remembered (as analyses are: the builds after one meet the same messages for
-    the same question), by the name of the counter's encoding."""
+def _located_in(window: str, inside: bool, terms: frozenset[str], encoding: str, max_tokens: int) -> Excerpt:
+    """`_located` of a window (`inside`: it starts past the text's start), remembered (as
+    analyses are: the builds after one meet the same messages for the same question), by the
+    name of the counter's encoding."""
     size = 4 * max_tokens
-    lowered = text[offset:end].lower()
+    lowered = window.lower()
     locating = [t for t in terms if len(t) >= LOCATING_MIN_CHARS]
     starts = range(0, max(1, len(lowered) - size + 1), max(1, size // 2))
     best = max(starts, key=lambda at: sum(lowered.count(t, at, at + size) for t in locating)) if locating else 0
-    at = offset + best
-    found = text[at : at + size].split()
-    clipped = _clip(" ".join(found[1:] if at > 0 else found), TokenCounter(encoding), max_tokens)  # a cut word out
-    return Excerpt(f"{ELLIPSIS} {clipped}" if at > 0 else clipped, True)
+    cut = inside or best > 0
+    found = window[best : best + size].split()
+    clipped = _clip(" ".join(found[1:] if cut else found), TokenCounter(encoding), max_tokens)  # a cut word out
+    return Excerpt(f"{ELLIPSIS} {clipped}" if cut else clipped, True)
 
 
 def _clip(sentence: str, counter: TokenCounter, max_tokens: int) -> str:

@@ -83,12 +83,15 @@ PRIVATE_FOR = "private_for"
 #: The metadata keys of a tool result: the agent whose call it answers, and the call.
 TOOL_RESULT_FOR = "tool_result_for"
 TOOL_CALL_ID = "tool_call_id"
+#: The agent a LangChain history's `SystemMessage` is for (integrations/langchain.py).
+LANGCHAIN_SYSTEM_FOR = "langchain_system_for"
 
 
 def private_owner(metadata: Mapping[str, Any]) -> str | None:
     """The agent (lowercased) a message with this metadata is for alone, or None for a message
-    of the chat. A tool result stored before `PRIVATE_FOR` existed is its caller's alone too."""
-    for key in (PRIVATE_FOR, TOOL_RESULT_FOR):
+    of the chat. A tool result or a LangChain system message stored before `PRIVATE_FOR`
+    existed is its agent's alone too."""
+    for key in (PRIVATE_FOR, TOOL_RESULT_FOR, LANGCHAIN_SYSTEM_FOR):
         owner = metadata.get(key)
         if isinstance(owner, str) and owner:
             return owner.lower()

@@ -56,7 +56,7 @@ from recall.app.posting import PostRequest
 from recall.app.validation import MAX_CONTEXT_TOKENS, MAX_HISTORY_LIMIT
 from recall.core.models import AgentProfile, Message, SenderType
 from recall.core.recalled import SECTION as RECALLED
-from recall.core.routing import context_verdict, is_own
+from recall.core.routing import LANGCHAIN_SYSTEM_FOR, context_verdict, is_own
 from recall.errors import InvalidInputError
 from recall.integrations._common import (
     HiddenMessages,
@@ -71,7 +71,7 @@ from recall.integrations._common import (
 #: The metadata field holding a message's LangChain form.
 META = "langchain"
 #: The metadata field naming the agent a stored `SystemMessage` is for.
-SYSTEM_FOR = "langchain_system_for"
+SYSTEM_FOR = LANGCHAIN_SYSTEM_FOR
 #: The token budget of the context the recalled past is taken from: no budget, so the history
 #: that context holds is the whole view and the recalled past repeats none of it (the largest
 #: budget a context takes).

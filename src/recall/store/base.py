@@ -374,7 +374,11 @@ class Store(Protocol):
         rewrite: Callable[[bytes, int | None], bytes | None],
     ) -> int: ...
     def rewrite_copies(
-        self, db: Any, world_id: str | None, rewrite: Callable[[bytes, int | None], bytes | None]
+        self,
+        db: Any,
+        world_id: str | None,
+        rewrite: Callable[[bytes, int | None], bytes | None],
+        tenant: str | None = None,
     ) -> int: ...
 
     # whole worlds: deleted, exported, imported (world_delete.py, world_dump.py)

@@ -206,17 +206,24 @@ class SQLCalls(SQLKeyed):
         return changed
 
     def rewrite_copies(
-        self, db: Any, world_id: str | None, rewrite: Callable[[bytes, int | None], bytes | None]
+        self,
+        db: Any,
+        world_id: str | None,
+        rewrite: Callable[[bytes, int | None], bytes | None],
+        tenant: str | None = None,
     ) -> int:
-        """Inside the open transaction `db`: every call of the world (None: of any world) that
-        keeps a copy of the messages as sent gets the body `rewrite` returns (None: unchanged;
-        given the id of the message the call answered), and a rewritten one loses its
-        `FULL_COPY` mark; how many changed. Only those calls are read (the `senders` column)."""
+        """Inside the open transaction `db`: every call of the world (None: of any world of
+        `tenant`) that keeps a copy of the messages as sent gets the body `rewrite` returns
+        (None: unchanged; given the id of the message the call answered), and a rewritten one
+        loses its `FULL_COPY` mark; how many changed. Only those calls are read (the `senders`
+        column)."""
         mark = f"\t{FULL_COPY}\t"
         params: tuple[str, ...] = ("%" + mark + "%",)
         where = "senders LIKE ?"
         if world_id is not None:
             where, params = f"world_id = ? AND {where}", (world_id, *params)
+        elif tenant is not None:
+            where, params = f"world_id IN (SELECT key FROM worlds WHERE tenant = ?) AND {where}", (tenant, *params)
         changed = 0
         for call_id, body, trigger in self._execute(
             db, f"SELECT id, body, trigger_id FROM model_calls WHERE {where}", params

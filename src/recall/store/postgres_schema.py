@@ -339,17 +339,27 @@ MIGRATIONS: list[tuple[int, str]] = [
         14,
         """
         -- A tool result or a LangChain system message is for its agent alone (as on SQLite,
-        -- version 16): the deliveries to every other agent, made before, go.
-        DELETE FROM deliveries d
-         USING messages m
-         WHERE m.id = d.message_id
-           AND m.sender_type = 'system'
-           AND (m.metadata LIKE '%"tool_result_for"%' OR m.metadata LIKE '%"langchain_system_for"%')
-           AND d.agent_key NOT IN (
-               SELECT p.key FROM participants p
-                WHERE p.world_id = m.world_id
-                  AND p.id = COALESCE(m.metadata::jsonb ->> 'tool_result_for',
-                                      m.metadata::jsonb ->> 'langchain_system_for')::citext);
+        -- version 16): the deliveries to every other agent, made before, go, their memory
+        -- counts down by what each lost; every recorded call is marked as maybe holding a copy
+        -- of the messages as sent.
+        CREATE TEMP TABLE private_gone ON COMMIT DROP AS
+            SELECT d.agent_key AS agent_key, d.message_id AS message_id, m.chat_id AS chat_id
+              FROM messages m JOIN deliveries d ON d.message_id = m.id
+             WHERE m.sender_type = 'system'
+               AND (m.metadata LIKE '%"tool_result_for"%' OR m.metadata LIKE '%"langchain_system_for"%')
+               AND d.agent_key NOT IN (
+                   SELECT p.key FROM participants p
+                    WHERE p.world_id = m.world_id
+                      AND p.id = COALESCE(m.metadata::jsonb ->> 'tool_result_for',
+                                          m.metadata::jsonb ->> 'langchain_system_for')::citext);
+        DELETE FROM deliveries d USING private_gone g
+         WHERE g.agent_key = d.agent_key AND g.message_id = d.message_id;
+        UPDATE memory_counts c SET n = c.n - g.lost
+          FROM (SELECT agent_key, chat_id, COUNT(*) AS lost FROM private_gone GROUP BY agent_key, chat_id) g
+         WHERE g.agent_key = c.agent_key AND g.chat_id = c.chat_id;
+        DELETE FROM memory_counts WHERE n <= 0;
+        UPDATE model_calls SET senders = CASE WHEN senders = '' THEN chr(9) || '#full' || chr(9)
+                                              ELSE senders || '#full' || chr(9) END;
         """,
     ),
 ]

@@ -403,16 +403,33 @@ MIGRATIONS: list[tuple[int, str]] = [
         """
         -- A tool result or a LangChain system message is for its agent alone (its metadata's
         -- tool_result_for or langchain_system_for): stored before, it was delivered to every
-        -- agent of its world, and the others' deliveries go (no other agent heard it).
+        -- agent of its world, and the others' deliveries go (no other agent heard it), their
+        -- memory counts down by what each lost.
+        CREATE TEMP TABLE private_gone AS
+            SELECT d.agent_key AS agent_key, d.message_id AS message_id, m.chat_id AS chat_id
+              FROM messages m JOIN deliveries d ON d.message_id = m.id
+             WHERE m.sender_type = 'system'
+               AND (m.metadata LIKE '%"tool_result_for"%' OR m.metadata LIKE '%"langchain_system_for"%')
+               AND d.agent_key NOT IN (
+                   SELECT p.key FROM participants p
+                    WHERE p.world_id = m.world_id
+                      AND p.id = COALESCE(json_extract(m.metadata, '$.tool_result_for'),
+                                          json_extract(m.metadata, '$.langchain_system_for')));
         DELETE FROM deliveries
-         WHERE message_id IN (
-               SELECT id FROM messages WHERE sender_type = 'system'
-                  AND (metadata LIKE '%"tool_result_for"%' OR metadata LIKE '%"langchain_system_for"%'))
-           AND agent_key NOT IN (
-               SELECT p.key FROM messages m JOIN participants p ON p.world_id = m.world_id
-                WHERE m.id = deliveries.message_id
-                  AND p.id = COALESCE(json_extract(m.metadata, '$.tool_result_for'),
-                                      json_extract(m.metadata, '$.langchain_system_for')))
+         WHERE EXISTS (SELECT 1 FROM private_gone g
+                        WHERE g.agent_key = deliveries.agent_key AND g.message_id = deliveries.message_id);
+        UPDATE memory_counts
+           SET n = n - (SELECT COUNT(*) FROM private_gone g
+                         WHERE g.agent_key = memory_counts.agent_key AND g.chat_id = memory_counts.chat_id)
+         WHERE EXISTS (SELECT 1 FROM private_gone g
+                        WHERE g.agent_key = memory_counts.agent_key AND g.chat_id = memory_counts.chat_id);
+        DELETE FROM memory_counts WHERE n <= 0;
+        DROP TABLE private_gone;
+        -- A recorded call that keeps a copy of the messages as sent is marked in `senders` (a
+        -- deletion rewrites those): calls stored before may hold one, so all are marked, and a
+        -- deletion takes the mark off those it finds without.
+        UPDATE model_calls SET senders = CASE WHEN senders = '' THEN char(9) || '#full' || char(9)
+                                              ELSE senders || '#full' || char(9) END
         """,
     ),
 ]
