@@ -5,13 +5,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Wheels of recall-memory's runtime dependencies (pyproject's [project] dependencies, resolved as a
-# user's `pip install recall-memory` resolves them, not the dev extra): tests/test_wheel.py installs
-# the project's wheel from here with --no-index, so the tests download nothing.
+# Wheels of recall-memory's runtime dependencies (pyproject's [project] dependencies and every extra
+# but dev, resolved as a user's `pip install "recall-memory[all]"` resolves them): tests/test_wheel.py
+# installs the project's wheel from here with --no-index, the core and then every extra, so the
+# tests download nothing.
 WHEELHOUSE := $(VENV)/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.filled
 
 CHROMIUM := /usr/bin/chromium
+# What `make test` runs a second time on the standard sqlite3: the store, the search index, the
+# service and the Python API and CLI on SQLite.
+STDLIB_SQLITE_TESTS := tests/store tests/search tests/app tests/test_api.py tests/test_cli.py
 
 .PHONY: run test lint bench clean browser wheelhouse
 
@@ -28,7 +32,7 @@ $(STAMP): pyproject.toml
 $(WHEELHOUSE_STAMP): pyproject.toml | $(STAMP)
 	rm -rf $(WHEELHOUSE)
 	mkdir -p $(WHEELHOUSE)
-	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+	$(BIN)/python -c 'from tests.platform_lock import requirements; print(*sum(requirements().values(), []), sep="\n")' \
 		> $(WHEELHOUSE)/requirements.txt
 	$(BIN)/python -m pip wheel --quiet --wheel-dir $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt
 	touch $(WHEELHOUSE_STAMP)
@@ -43,8 +47,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+# The suite, then its SQLite-facing part again on Python's standard sqlite3 (what recall runs on
+# where pysqlite3-binary has no wheel: tests/__init__.py).
 test: $(STAMP) lint browser $(WHEELHOUSE_STAMP)
 	$(BIN)/python -m pytest
+	RECALL_TEST_STDLIB_SQLITE=1 $(BIN)/python -m pytest $(STDLIB_SQLITE_TESTS) -k "not postgres"
 
 # The inspector's tests drive Debian's Chromium; installed when missing and run as root (else
 # those tests are skipped, saying why).

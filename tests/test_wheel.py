@@ -1,5 +1,7 @@
 """The distribution as a user gets it: `recall-memory`'s wheel, built from this checkout and
-installed by pip into a fresh virtualenv, runs `recall demo` and embeds offline, without torch.
+installed by pip into a fresh virtualenv, runs `recall demo` and embeds offline, without torch;
+the core install holds no chat SDK, database driver or web framework, and what needs an extra
+says which in one line; with every extra, every module imports.
 
 Offline: the wheel is built with this virtualenv's setuptools (no build isolation) and its
 dependencies come from the wheelhouse `make wheelhouse` fills at setup (`make test` does it first);
@@ -25,6 +27,21 @@ from tests.test_close import readme_snippet
 ROOT = Path(__file__).resolve().parents[1]
 #: The runtime dependencies' wheels, as a user's `pip install recall-memory` resolves them (Makefile).
 WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
+#: What a core install leaves to the extras: chat SDKs, database drivers, web frameworks.
+NOT_IN_CORE = {
+    "openai",
+    "anthropic",
+    "psycopg",
+    "psycopg-binary",
+    "psycopg-pool",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "mcp",
+}
+#: The packages that need an extra (everything else imports on the core).
+EXTRA_PACKAGES = ("recall.server", "recall.store.postgres", "recall.store.migrate", "recall.runner", "recall.demo_live",
+                  "recall.integrations.langgraph", "recall.integrations.langchain", "recall.integrations.openai_agents")  # fmt: skip
 #: Texts whose word pieces and vectors the installed package must reproduce.
 TEXTS = ["Hello world", "My October invoice charged me twice.", "émoji 🎉 and ünïcode"]
 
@@ -46,21 +63,24 @@ print(json.dumps({
 }))
 """
 
-#: Run inside the fresh virtualenv (no extras installed): every module of the package imports
-#: (the framework adapters need their extras) and every command of the CLI answers `--help`.
+#: Run inside the fresh virtualenv: each module of the package imports, or names the extra it
+#: needs in one line (MissingExtraError); every command of the CLI answers `--help`.
 SURFACE = r"""
 import importlib, json, pkgutil
 import typer, typer.testing
 import recall
 from recall.cli import app
+from recall.extras import MissingExtraError
 
 modules = sorted(m.name for m in pkgutil.walk_packages(recall.__path__, "recall."))
-failed = {}
+failed, extras = {}, {}
 for name in modules:
-    if name.endswith(".__main__") or (name.startswith("recall.integrations.") and name != "recall.integrations._common"):
-        continue  # `python -m` entry points run on import; the adapters need their extras
+    if name.endswith(".__main__"):
+        continue  # `python -m` entry points run on import
     try:
         importlib.import_module(name)
+    except MissingExtraError as e:
+        extras[name] = [e.extra, str(e)]
     except Exception as e:
         failed[name] = f"{type(e).__name__}: {e}"
 
@@ -77,9 +97,9 @@ for path in commands(root, []):
 
 # What recall imports itself, outside the adapters, comes from a distribution it declares.
 import ast, importlib.metadata, pathlib, re, sys
-declared = {
+declared = {  # the core's requirements and every extra's
     re.split(r"[ <>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-")
-    for r in importlib.metadata.requires("recall-memory") if "extra ==" not in r
+    for r in importlib.metadata.requires("recall-memory")
 }
 providers = importlib.metadata.packages_distributions()
 undeclared = {}
@@ -96,7 +116,7 @@ for path in pathlib.Path(recall.__file__).parent.rglob("*.py"):
             dists = {d.lower().replace("_", "-") for d in providers.get(top, [top])}
             if not dists & declared:
                 undeclared[top] = path.name
-print(json.dumps({"modules": len(modules), "failed": failed, "helps": helps, "undeclared": undeclared}))
+print(json.dumps({"modules": len(modules), "failed": failed, "extras": extras, "helps": helps, "undeclared": undeclared}))
 """
 
 
@@ -177,13 +197,37 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
         assert (done.returncode, done.stderr) == (0, ""), f"run {attempt}: {done.stderr[-2000:]}"
         assert (store / "recall.db").is_file()
 
-    # Everything a plain install ships imports, and every command explains itself.
+    # The core: no chat SDK, database driver or web framework. Each module imports, or says in
+    # one line which extra it needs (the server, PostgreSQL, the runner, the adapters), and every
+    # command explains itself.
+    assert not NOT_IN_CORE & set(probe["dists"]), NOT_IN_CORE & set(probe["dists"])
     surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
     assert surface["failed"] == {} and surface["modules"] > 50, surface["failed"]
     assert surface["undeclared"] == {}  # imported by recall, declared only by something else
     assert len(surface["helps"]) > 30
     assert {path: out for path, (code, out) in surface["helps"].items() if code != 0} == {}
-    assert "agent run" in surface["helps"] and "serve" in surface["helps"]
+    assert "agent run" in surface["helps"] and "serve" in surface["helps"] and "docs" in surface["helps"]
+    needed = {name: extra for name, (extra, _) in surface["extras"].items()}
+    assert set(needed) == {m for m in needed if m.startswith(EXTRA_PACKAGES)} and needed, needed
+    assert {needed[m] for m in needed if m.startswith("recall.server")} == {"server"}
+    assert needed["recall.store.postgres"] == "postgres" and needed["recall.runner"] == "models"
+    for extra, message in surface["extras"].values():
+        assert "\n" not in message and f'pip install "recall-memory[{extra}]"' in message, message
+
+    # The CLI says the same in one line, with no traceback, and loses nothing.
+    for command in (["serve"], ["mcp"], ["--db", "postgresql://u:secret@127.0.0.1:9/db", "world", "list"]):
+        done = subprocess.run([str(bin_dir / "recall"), *command], capture_output=True, text=True, env=user_env,
+                              cwd=tmp_path, timeout=300)  # fmt: skip
+        assert done.returncode == 1 and done.stdout == "", (command, done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and "needs the '" in done.stderr and "secret" not in done.stderr, (
+            done.stderr
+        )
+    assert "# Configuration" in run([bin_dir / "recall", "docs", "configuration"], user_env, tmp_path, 300)
+
+    # With every extra, every module imports.
+    run([bin_dir / "python", "-m", "pip", *install, f"{wheel}[all]"], env, tmp_path, 900)
+    surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
+    assert (surface["failed"], surface["extras"], surface["undeclared"]) == ({}, {}, {})
 
     # The shipped tokenizer and the installed model give this checkout's word pieces and vectors.
     here = default_embedder()

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from recall.cli import demo, lifecycle, messages, migrate, runner, search, serve
+from recall.cli import demo, docs, lifecycle, messages, migrate, runner, search, serve
 from recall.cli.calls import calls_app
 from recall.cli.facts import facts_app
 from recall.cli.help_format import App
@@ -23,6 +23,7 @@ from recall.cli.importing import import_app
 from recall.cli.memories import memory_app
 from recall.cli.participants import agent_app, human_app, world_app
 from recall.cli.shared import DB_HELP, set_global_options
+from recall.extras import MissingExtraError
 
 __all__ = ["app", "main"]
 
@@ -84,6 +85,7 @@ for command in (
     migrate.migrate,
     lifecycle.export,
     demo.demo,
+    docs.docs,
 ):
     app.command()(command)
 app.command("import-world")(lifecycle.import_world)
@@ -103,4 +105,8 @@ app.add_typer(calls_app, name="calls")
 
 def main() -> None:
     """The `recall` console script."""
-    app()
+    try:
+        app()
+    except MissingExtraError as exc:  # a command of a part this install left out: one line, no traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None

@@ -9,6 +9,7 @@ import typer
 
 from recall.cli.shared import DB_HELP, check_location, db_flag, err, fail, open_recall, tenant
 from recall.errors import RecallError
+from recall.extras import require
 from recall.store.urls import redacted_url
 
 
@@ -43,9 +44,10 @@ def serve(
 
     Settings: flags, else RECALL_* variables (RECALL_PORT, …), else the --config file, else defaults.
     The file is TOML: a \[server] table of the flags' settings (port = 8765, …), a [\[keys]] table per key.
-    Every setting and key field, with its default: docs/configuration.md.
+    Every setting and key field, with its default: `recall docs configuration`.
     """
-    # Imported here: the web stack loads only when serving.
+    # Imported here: the web stack loads only when serving (and says which extra it needs).
+    require("server")
     import uvicorn
 
     from recall.server.collector import tune_for_serving

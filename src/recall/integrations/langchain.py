@@ -33,11 +33,16 @@ them too, so they stay in the store, in search, and in the agents' recall contex
 on the same agent and chat sees the cleared history.
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from typing import Any
+
+from recall.extras import require
+
+require("langchain")  # before the framework loads: one line naming the extra
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (

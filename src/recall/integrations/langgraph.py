@@ -42,6 +42,7 @@ before it ranks). Items an older recall wrote (without an address) are adopted w
 opens on them.
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 import asyncio
@@ -54,6 +55,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from recall.extras import require
+
+require("langgraph")  # before the framework loads: one line naming the extra
 
 from langgraph.store.base import (
     BaseStore,

@@ -29,6 +29,7 @@ What is hidden is a note in the agent's key-value memory, so every handle on the
 agrees. An item is at most 100,000 characters as JSON (recall's cap of a message's metadata).
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 import asyncio
@@ -36,6 +37,10 @@ import json
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+from recall.extras import require
+
+require("openai-agents")  # before the framework loads: one line naming the extra
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings

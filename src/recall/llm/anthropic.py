@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from recall.core.formats import ANTHROPIC_OPENING
 from recall.errors import ModelError
+from recall.extras import require
 from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
 from recall.llm.openai_compat import _short
 
@@ -30,6 +31,7 @@ class AnthropicModel(HostedModel):
     provider = "anthropic"
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        require("models", "an Anthropic chat model", ("anthropic",))
         import anthropic
 
         return anthropic.Anthropic(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from recall.errors import ModelError
+from recall.extras import require
 from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
 
 if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
@@ -24,6 +25,7 @@ class OpenAICompatibleModel(HostedModel):
     provider = "openai"
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
+        require("models", "an OpenAI-compatible chat model", ("openai",))
         import openai
 
         return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)

@@ -173,7 +173,7 @@ class RequestGuard:
 
 def _too_large(cap: int) -> JSONResponse:
     # The connection closes after the answer: the rest of the body is never read.
-    message = f"the request body is larger than this server takes ({cap:,} bytes); see docs/http-api.md for the setting"
+    message = f"the request body is larger than this server takes ({cap:,} bytes); see the http-api page of recall's docs (`recall docs http-api`) for the setting"
     return error(413, "payload_too_large", message, headers={"Connection": "close"})
 
 
@@ -186,7 +186,7 @@ class _Refused(Exception):
 
 
 def _too_slow() -> JSONResponse:
-    message = "the request body came too slowly: send it at once (see docs/http-api.md, slow clients)"
+    message = "the request body came too slowly: send it at once (see the http-api page of recall's docs, `recall docs http-api`: slow clients)"
     return error(408, "request_timeout", message, headers={"Connection": "close"})
 
 

@@ -7,6 +7,7 @@ index and the inbox cursors rely on it, as they do with SQLite's single writer).
 mirror the SQLite store's (`postgres_schema.py`), and the same row mappers read both.
 """
 
+# ruff: noqa: E402 (the extra is checked before psycopg loads, so the imports follow the check)
 from __future__ import annotations
 
 import json
@@ -18,6 +19,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
+
+from recall.extras import require
+
+require("postgres")  # before psycopg: one line naming the extra, not a traceback about psycopg
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
