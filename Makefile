@@ -13,9 +13,9 @@ WHEELHOUSE := $(VENV)/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.filled
 
 CHROMIUM := /usr/bin/chromium
-# What `make test` runs a second time on the standard sqlite3: the store, the search index, the
-# service and the Python API and CLI on SQLite.
-STDLIB_SQLITE_TESTS := tests/store tests/search tests/app tests/test_api.py tests/test_cli.py
+# What `make test` runs a second time on the standard sqlite3: the store, the Python API and the
+# CLI on SQLite.
+STDLIB_SQLITE_TESTS := tests/store tests/test_api.py tests/test_cli.py
 
 .PHONY: run test lint bench clean browser wheelhouse
 

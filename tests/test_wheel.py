@@ -203,7 +203,6 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     assert not NOT_IN_CORE & set(probe["dists"]), NOT_IN_CORE & set(probe["dists"])
     surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
     assert surface["failed"] == {} and surface["modules"] > 50, surface["failed"]
-    assert surface["undeclared"] == {}  # imported by recall, declared only by something else
     assert len(surface["helps"]) > 30
     assert {path: out for path, (code, out) in surface["helps"].items() if code != 0} == {}
     assert "agent run" in surface["helps"] and "serve" in surface["helps"] and "docs" in surface["helps"]
@@ -227,6 +226,7 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     # With every extra, every module imports.
     run([bin_dir / "python", "-m", "pip", *install, f"{wheel}[all]"], env, tmp_path, 900)
     surface = json.loads(run([bin_dir / "python", "-c", SURFACE], user_env, tmp_path, 300))
+    # (and what recall imports comes from a distribution it declares, not from something else's)
     assert (surface["failed"], surface["extras"], surface["undeclared"]) == ({}, {}, {})
 
     # The shipped tokenizer and the installed model give this checkout's word pieces and vectors.
