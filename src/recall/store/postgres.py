@@ -79,6 +79,31 @@ _KEPT_ID_SEQUENCES = (
     ("facts", "facts_id_seq"),
 )
 
+#: What a server without citext needs (recall does without pgvector, but not without citext).
+_MISSING_CITEXT_HINT = (
+    ": recall needs the citext extension, one of PostgreSQL's contrib modules: install them on the"
+    " server (package postgresql-contrib on Debian and Ubuntu, postgresqlNN-contrib on Red Hat)"
+)
+
+
+def _setup_error(path: str, exc: BaseException) -> StoreOpenError | None:
+    """One line for what stops recall setting up its tables and cannot be fixed from here: an
+    extension the server lacks, or a role without the right to create. None for the rest."""
+    if not isinstance(exc, psycopg.Error):
+        return None
+    # PostgreSQL's message on one line; its hint, if any, is replaced by recall's own.
+    reason = " ".join(str(exc.diag.message_primary or exc).split())
+    if isinstance(exc, (psycopg.errors.FeatureNotSupported, psycopg.errors.UndefinedFile)):
+        hint = _MISSING_CITEXT_HINT if "citext" in reason else ""
+        return StoreOpenError(f"cannot set up {path}: {reason}{hint}")
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StoreOpenError(
+            f"cannot set up {path}: {reason}: connect once as the database's owner"
+            " (or grant this role CREATE on the database and its schema public)"
+        )
+    return None
+
+
 #: Called by the listener with (world id, the new message ids, or None for "too many to name").
 
 
@@ -123,8 +148,11 @@ class PostgresStore(SQLWorlds):
             ) from exc
         try:
             self._migrate()
-        except BaseException:
+        except BaseException as exc:
             self._pool.close()  # a store that failed to open leaves no connection behind
+            error = _setup_error(self.path, exc)
+            if error is not None:
+                raise error from None
             raise
 
     def _probe(self, timeout: float) -> None:

@@ -1,4 +1,5 @@
-"""Versioned schema of the PostgreSQL store. Append new versions; never edit an applied one.
+"""Versioned schema of the PostgreSQL store. Append new versions; never change what an applied
+one does (versions 2 and 12 were made to work without pgvector, leaving what they do with it).
 
 The tables mirror the SQLite store's (sqlite_schema.py) so both behave the same: times are
 epoch seconds (double precision), JSON is text, and world and participant ids compare without
@@ -149,7 +150,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- The search index (see search/postgres.py): keyword search on a generated tsvector
         -- (the message's own words weigh A, the turn before it B), vectors in a pgvector column
         -- added with the embedder's dimension on first use, with an HNSW index.
-        CREATE EXTENSION IF NOT EXISTS vector;
+        -- pgvector is created where the server has it and this role may create it (it is not a
+        -- trusted extension: a superuser's act); elsewhere version 12 makes the column bytea.
+        -- Until then this line required pgvector, so every store past it without pgvector is
+        -- one made since, and every store made before has it: the outcome is the same for them.
+        DO $$
+        BEGIN
+            IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+                CREATE EXTENSION IF NOT EXISTS vector;
+            END IF;
+        EXCEPTION WHEN insufficient_privilege OR undefined_file OR feature_not_supported THEN
+            NULL;  -- not this role's to create, or installed in part: the vectors go in bytea
+        END $$;
         CREATE TABLE search_items (
             id          BIGSERIAL PRIMARY KEY,
             tenant      TEXT NOT NULL,
@@ -312,9 +324,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- took 3-5 ms a query at 100,000 items, the copy's graph well under one. The vectors
         -- stay in the column, the store's record of them (the copy reads them); its HNSW
         -- index, read by nothing now, goes (every vector stored paid for it). The column is
-        -- there from now on, of no fixed length, so the copy's reads can always name it.
+        -- there from now on, of no fixed length, so the copy's reads can always name it: of
+        -- pgvector's type where the database has the extension, else bytea (the same floats,
+        -- big-endian; search/postgres.py reads and writes either). A column there already is
+        -- pgvector's (version 2 required it then).
         DROP INDEX IF EXISTS search_items_embedding;
-        ALTER TABLE search_items ADD COLUMN IF NOT EXISTS embedding vector;
+        DO $$
+        BEGIN
+            EXECUTE 'ALTER TABLE search_items ADD COLUMN IF NOT EXISTS embedding '
+                || CASE WHEN EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN 'vector' ELSE 'bytea' END;
+        END $$;
         """,
     ),
     (
