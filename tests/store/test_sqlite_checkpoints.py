@@ -122,3 +122,30 @@ def test_closed_from_its_own_thread_it_stops_and_closes_its_connection(tmp_path:
     checkpointer._thread.join(timeout=10)
     assert not checkpointer._thread.is_alive()
     assert closed.is_set()
+
+
+def test_a_close_that_lands_between_the_wait_and_the_next_turn_still_ends_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread's timed wait ended just before close() set its flags; the thread then clears the
+    wake-up close() gave it. It must still see that it is closing, not wait for a commit forever."""
+    real_event = threading.Event
+    made: list[threading.Event] = []
+
+    class ClosedJustBeforeClear(real_event):  # type: ignore[valid-type,misc]
+        def clear(self) -> None:
+            made[1].set()  # the closing flag: what close() does first, landing right here
+            super().clear()
+
+    def event() -> threading.Event:  # the checkpointer's first event is its wake-up, the second its closing flag
+        made.append(ClosedJustBeforeClear() if not made else real_event())
+        return made[-1]
+
+    monkeypatch.setattr(sqlite_checkpoints.threading, "Event", event)
+    checkpointer = sqlite_checkpoints.Checkpointer(
+        lambda: sqlite3.connect(tmp_path / "db.sqlite", check_same_thread=False), every=0.0
+    )
+    monkeypatch.setattr(sqlite_checkpoints.threading, "Event", real_event)
+    checkpointer.committed()
+    checkpointer._thread.join(timeout=30)
+    assert not checkpointer._thread.is_alive(), "the thread waits for a commit after close()"

@@ -50,6 +50,8 @@ class Checkpointer:
                 if self._closing.wait(self._every):
                     return
                 self._committed.clear()
+                if self._closing.is_set():  # close() came between the wait and the clear: its wake-up is gone
+                    return
                 try:
                     self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.runs += 1
