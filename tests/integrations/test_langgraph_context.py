@@ -1,0 +1,99 @@
+"""`RecallContextNode` inside a real LangGraph graph: the turn is posted into recall and the
+agent's recall context for it (facts, memories, recalled past) reaches the model node on the
+first turn of a new thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from recall import InvalidInputError, Recall, World
+from recall.integrations.langgraph_context import RecallContextNode, RecallState
+
+
+class Model:
+    """A local model node: records what it is given, answers with the question."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[BaseMessage]] = []
+
+    def __call__(self, state: RecallState) -> dict[str, Any]:
+        prompt = [*state["recall_context"], *state["messages"]]
+        self.prompts.append(prompt)
+        return {"messages": [AIMessage(f"you asked: {state['messages'][-1].content}")]}
+
+
+def graph(node: RecallContextNode, model: Model, checkpointer: Any = None) -> Any:
+    return (
+        StateGraph(RecallState)
+        .add_node("recall", node)
+        .add_node("model", model)
+        .add_node("save", node.save)
+        .add_edge(START, "recall")
+        .add_edge("recall", "model")
+        .add_edge("model", "save")
+        .add_edge("save", END)
+        .compile(checkpointer=checkpointer)
+    )
+
+
+def system_text(prompt: list[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in prompt if isinstance(m, SystemMessage))
+
+
+def test_the_first_turn_of_a_new_thread_gets_recalls_context(mem: Recall, world: World) -> None:
+    world.post("maria", "My parcel number is 4711, it never arrived", chat="ticket-7")
+    mem.scope("user:maria").add("Maria prefers e-mail over phone calls")
+    world.agent("agent-a").add_memory("Parcels to Lyon go through the Villeurbanne depot", importance=8)
+    model = Model()
+    g = graph(RecallContextNode(mem, world=world, agent="agent-a", human="maria"), model, InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "ticket-9"}}
+    out = g.invoke({"messages": [("user", "what was my parcel number again?")]}, config)
+    assert out["messages"][-1].content == "you asked: what was my parcel number again?"
+    seen = system_text(model.prompts[0])
+    assert "My parcel number is 4711" in seen
+    assert "Maria prefers e-mail" in seen
+    assert "Villeurbanne depot" in seen
+    assert "agent A" in seen  # agent-a's system prompt in recall
+    # The second turn: recall has the turn before once, and the new input.
+    g.invoke({"messages": [("user", "and who sends it?")]}, config)
+    assert [(m.sender, m.content) for m in world.messages("ticket-9")] == [
+        ("maria", "what was my parcel number again?"),
+        ("agent-a", "you asked: what was my parcel number again?"),
+        ("maria", "and who sends it?"),
+        ("agent-a", "you asked: and who sends it?"),
+    ]
+    assert [type(m) for m in model.prompts[1] if not isinstance(m, SystemMessage)] == [
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+    ]
+    assert [m.chat_id for m in world.agent("agent-a").inbox()] == ["ticket-7"]  # the graph's turns are answered
+    assert len(world.agent("agent-a").calls()) == 2
+
+
+def test_without_a_checkpointer_each_new_message_is_posted_once(mem: Recall, world: World) -> None:
+    world.post("maria", "My parcel number is 4711", chat="older")
+    model = Model()
+    node = RecallContextNode(mem, world=world, agent="agent-a", human="maria", chat="c")
+    g = graph(node, model)
+    g.invoke({"messages": [HumanMessage("my parcel number?")]})
+    assert "4711" in system_text(model.prompts[0])
+    # Given only the new message, the graph posts it (recall holds the conversation before it).
+    g.invoke({"messages": [HumanMessage("hello")]})
+    assert [m.content for m in world.messages("c")] == [
+        "my parcel number?",
+        "you asked: my parcel number?",
+        "hello",
+        "you asked: hello",
+    ]
+
+
+def test_a_state_without_messages_is_refused(mem: Recall, world: World) -> None:
+    node = RecallContextNode(mem, world=world, agent="agent-a", human="maria")
+    with pytest.raises(InvalidInputError):
+        node({"other": 1})
