@@ -97,3 +97,41 @@ def test_a_state_without_messages_is_refused(mem: Recall, world: World) -> None:
     node = RecallContextNode(mem, world=world, agent="agent-a", human="maria")
     with pytest.raises(InvalidInputError):
         node({"other": 1})
+
+
+def test_the_memory_tools_in_a_tool_node(mem: Recall, world: World) -> None:
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from recall.integrations.langchain_tools import recall_tools
+
+    world.post("maria", "My parcel number is 4711", chat="older")
+    tools = recall_tools(mem, world=world, agent="agent-a")
+    assert [t.name for t in tools] == ["search_memory", "remember"]
+    calls = iter(
+        [
+            AIMessage("", tool_calls=[{"name": "search_memory", "args": {"query": "parcel number"}, "id": "c1"}]),
+            AIMessage("", tool_calls=[{"name": "remember", "args": {"memory": "Maria is a VIP customer"}, "id": "c2"}]),
+            AIMessage("Done."),
+        ]
+    )
+    node = RecallContextNode(mem, world=world, agent="agent-a", human="maria")
+    g = (
+        StateGraph(RecallState)
+        .add_node("recall", node)
+        .add_node("model", lambda state: {"messages": [next(calls)]})
+        .add_node("tools", ToolNode(tools))
+        .add_edge(START, "recall")
+        .add_edge("recall", "model")
+        .add_conditional_edges("model", tools_condition)
+        .add_edge("tools", "model")
+        .compile()
+    )
+    out = g.invoke({"messages": [HumanMessage("note that I am a VIP")]}, {"configurable": {"thread_id": "t"}})
+    results = [m.content for m in out["messages"] if m.type == "tool"]
+    assert "My parcel number is 4711" in results[0] and results[1].startswith("Remembered")
+    # What `remember` kept reaches agent-a's context on a new thread.
+    model = Model()
+    graph(node, model).invoke(
+        {"messages": [HumanMessage("Am I a VIP customer?")]}, {"configurable": {"thread_id": "u"}}
+    )
+    assert "Maria is a VIP customer" in system_text(model.prompts[0])

@@ -55,12 +55,33 @@ def render(parts: Sequence[ContextMessage], base: str = "") -> str:
     return "\n\n".join(texts)
 
 
+#: The memory tools every framework's adapter gives a model (`recall_tools`): their descriptions.
+SEARCH_MEMORY = (
+    "Search your memory (past conversations in every chat, long-term memories, facts) for what "
+    "matters to a question. `query`: what to look for, in a few words or a question."
+)
+REMEMBER = (
+    "Keep something for later conversations (a preference, a decision, a detail to reuse): it "
+    "comes back in your context when it matters. `memory`: what to remember, as one "
+    "self-contained sentence."
+)
+#: Search hits a memory search gives the model.
+HITS = 5
+
+
+def search_memory(agent: Agent, query: str) -> str:
+    """The `search_memory` tool: recall's search over what `agent` may see, as lines."""
+    return found(agent.search(query, k=HITS))
+
+
+def remember(agent: Agent, memory: str) -> str:
+    """The `remember` tool: a long-term memory of `agent` (importance 5: its contexts show it)."""
+    added = agent.add_memory(memory)
+    return f"Remembered (memory {added.id})."
+
+
 def found(hits: Sequence[Any]) -> str:
-    """Search hits as lines a model reads: kind, date, who, text."""
+    """Search hits as lines a model reads: kind, date, text (a message's names its sender)."""
     if not hits:
         return "Nothing found."
-    lines = []
-    for hit in hits:
-        who = f" {hit.sender}:" if getattr(hit, "sender", None) else ""
-        lines.append(f"- [{hit.kind}, {hit.created_at:%Y-%m-%d}]{who} {' '.join(hit.text.split())}")
-    return "\n".join(lines)
+    return "\n".join(f"- [{hit.kind}, {hit.created_at:%Y-%m-%d}] {' '.join(hit.text.split())}" for hit in hits)

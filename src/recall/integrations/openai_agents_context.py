@@ -30,13 +30,11 @@ from agents import Agent, FunctionTool, RunContextWrapper, function_tool
 
 from recall.core.models import Message
 from recall.integrations._common import newest_first
-from recall.integrations._context import context_for, found, render
+from recall.integrations._context import REMEMBER, SEARCH_MEMORY, context_for, remember, render, search_memory
 from recall.integrations.openai_agents import META, RecallSession, _text
 
 #: Items of the session read back, at most, for the turn's input (a turn's tool calls come after it).
 _TURN_SCAN = 200
-#: Search hits a memory search gives the model.
-_HITS = 5
 
 
 class RecallInstructions:
@@ -77,18 +75,15 @@ class RecallInstructions:
         return render(parts, self.instructions)
 
     def _turn(self, text: str) -> Message:
-        """The session's message of the user input `text`: the newest user item, when it is that
-        text and no assistant message answered it yet (the SDK saved it), else posted now."""
+        """The session's message of the user input `text`: its newest user item, when that is
+        the text (the SDK saved the input before calling the model; a turn's later model calls,
+        after tool calls or a message of the model, find it too), else the input posted now."""
         session = self.session
         session._check_open()
         for message in islice(newest_first(session.world, session.chat), _TURN_SCAN):
             data = message.metadata.get(META)
             item = data.get("item") if isinstance(data, dict) and data.get("session") == session.session_id else None
-            if not isinstance(item, dict) or item.get("type", "message") != "message":
-                continue
-            if item.get("role") == "assistant":
-                break
-            if item.get("role") == "user":
+            if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") == "user":
                 if message.content == text:
                     return message
                 break
@@ -101,27 +96,14 @@ def recall_tools(session: RecallSession) -> list[FunctionTool]:
     long-term memory of the agent, which its recall context shows when relevant)."""
     agent = session.agent
 
-    @function_tool
-    async def search_memory(query: str) -> str:
-        """Search your memory (past conversations in every chat, long-term memories, facts) for
-        what matters to a question.
-
-        Args:
-            query: what to look for, in a few words or a question.
-        """
+    @function_tool(name_override="search_memory", description_override=SEARCH_MEMORY)
+    async def search(query: str) -> str:
         session._check_open()
-        return found(await agent.asearch(query, k=_HITS))
+        return await asyncio.to_thread(search_memory, agent, query)
 
-    @function_tool
-    async def remember(memory: str) -> str:
-        """Keep something for later conversations (a preference, a decision, a detail to reuse):
-        it comes back in your context when it matters.
-
-        Args:
-            memory: what to remember, as one self-contained sentence.
-        """
+    @function_tool(name_override="remember", description_override=REMEMBER)
+    async def keep(memory: str) -> str:
         session._check_open()
-        added = await agent.aadd_memory(memory)
-        return f"Remembered (memory {added.id})."
+        return await asyncio.to_thread(remember, agent, memory)
 
-    return [search_memory, remember]
+    return [search, keep]
