@@ -6,14 +6,18 @@ recall's context for the current input on the first turn of a new session. And
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import Agent, Runner
+from agents.items import TResponseStreamEvent
+from agents.models.interface import Model
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.run import RunConfig
 from openai import AsyncOpenAI
+from openai.types.responses import Response, ResponseCompletedEvent, ResponseOutputMessage, ResponseOutputText
 
 from recall import Recall, World
 from recall.integrations.openai_agents import RecallSession
@@ -116,5 +120,65 @@ def test_close_like_sqlite_session(mem: Recall, world: World, tmp_path: Path) ->
     own = RecallSession(db, session_id="c2", world="w2", agent="helper", create=True)
     asyncio.run(own.add_items([{"role": "user", "content": "kept"}]))
     own.close()
+    with pytest.raises(Exception, match="closed"):  # the store it opened is closed (sqlite3's error)
+        own.mem.worlds()
     with Recall(db) as reopened:
         assert [m.content for m in reopened.world("w2").messages("c2")] == ["kept"]
+
+
+class StreamingModel(Model):
+    """A local model that streams one answer and records its instructions."""
+
+    def __init__(self) -> None:
+        self.instructions: list[str | None] = []
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def stream_response(  # type: ignore[override]
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        self.instructions.append(system_instructions)
+        message = ResponseOutputMessage(
+            id="msg_1",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text="It is 4711.", annotations=[])],
+        )
+        response = Response(
+            id="resp_1",
+            created_at=0,
+            model="local",
+            object="response",
+            output=[message],
+            parallel_tool_calls=False,
+            tool_choice="auto",
+            tools=[],
+        )
+        yield ResponseCompletedEvent(type="response.completed", response=response, sequence_number=0)
+
+
+def test_a_streamed_run_gets_the_context_and_posts_its_input_once(mem: Recall, world: World) -> None:
+    # A streamed run saves its input after the model call: the instructions post it first, and
+    # the session does not post it again.
+    world.post("maria", "My parcel number is 4711", chat="older")
+    s = session(mem, world, "st")
+    local = StreamingModel()
+    agent = Agent(name="agent-a", instructions=RecallInstructions(s), model=local)
+    question: Any = [{"role": "user", "content": [{"type": "input_text", "text": "what was my parcel number again?"}]}]
+
+    async def go() -> Any:
+        result = Runner.run_streamed(agent, question, session=s, run_config=CONFIG)
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    assert asyncio.run(go()) == "It is 4711."
+    assert "My parcel number is 4711" in (local.instructions[0] or "")
+    assert [(m.sender, m.content) for m in world.messages("st")] == [
+        ("maria", "what was my parcel number again?"),
+        ("agent-a", "It is 4711."),
+    ]
+    items = asyncio.run(s.get_items())
+    assert items[0] == question[0] and len(items) == 2  # the item exactly as the run gave it

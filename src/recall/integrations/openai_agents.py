@@ -39,6 +39,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,8 @@ from recall.integrations._common import (
 
 #: The metadata field holding the session id and the item.
 META = "openai_agents"
+#: Marks, in that field, a user input posted before the model call (`post_turn`).
+TURN = "turn"
 
 
 def _text(content: object) -> str:
@@ -154,12 +157,42 @@ class RecallSession:
         return [item for _, item in await asyncio.to_thread(self._items, wanted)]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Post the items into the session's chat, all or none."""
+        """Post the items into the session's chat, all or none. A leading user item that
+        `RecallInstructions` already posted (the session's newest, the same item) is not posted
+        again: a streamed run saves its input after the model is called."""
         self._check_open()
         if not items:
             return
         requests = [self._request(item) for item in items]
-        await asyncio.to_thread(self._post, requests)
+        await asyncio.to_thread(self._add, requests)
+
+    def _add(self, requests: list[PostRequest]) -> None:
+        if self._turn_posted(requests[0]):
+            requests = requests[1:]
+        self._post(requests)
+
+    def post_turn(self, item: TResponseInputItem) -> Message:
+        """Post the run's user input now, before the model is called (so a context can be built
+        for it: `RecallInstructions`); the SDK saving the same item afterwards does not post it
+        twice."""
+        request = self._request(item)
+        metadata = dict(request.metadata or {})
+        metadata[META] = {**metadata[META], TURN: True}
+        return self._post([replace(request, metadata=metadata)])[0]
+
+    def _turn_posted(self, request: PostRequest) -> bool:
+        """Whether the chat's newest message is this item, posted by `post_turn`."""
+        mine = (request.metadata or {}).get(META, {})
+        if mine.get("item", {}).get("role") != "user":
+            return False
+        newest = next(newest_first(self.world, self.chat), None)
+        data = newest.metadata.get(META) if newest is not None else None
+        return (
+            isinstance(data, dict)
+            and data.get(TURN) is True
+            and data.get("session") == self.session_id
+            and data.get("item") == mine.get("item")
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Hide the newest item from the session and return it; None when there is none."""

@@ -15,23 +15,26 @@ await Runner.run(agent, "what was my parcel number again?", session=session)
 The SDK keeps the conversation in the session; the instructions add what the session does not
 carry: the agent's system prompt in recall (when it has one), the facts about the human, its
 relevant long-term memories and the recalled past (what it heard in other sessions and chats
-that matters for the input). The SDK saves the input into the session before it calls the model,
-so the context is built for the input itself; run without the session, the instructions post the
-input into the session's chat first.
+that matters for the input). The context is built for the run's input itself: `Runner.run` saves
+it into the session before it calls the model; for a streamed run (which saves it after) or a run
+without the session, the instructions post it first (`RecallSession.post_turn`), and the session
+does not post it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from itertools import islice
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper, function_tool
+from agents.items import TResponseInputItem
 
 from recall.core.models import Message
 from recall.integrations._common import newest_first
 from recall.integrations._context import REMEMBER, SEARCH_MEMORY, context_for, remember, render, search_memory
-from recall.integrations.openai_agents import META, RecallSession, _text
+from recall.integrations.openai_agents import META, RecallSession
 
 #: Items of the session read back, at most, for the turn's input (a turn's tool calls come after it).
 _TURN_SCAN = 200
@@ -57,13 +60,12 @@ class RecallInstructions:
 
     async def __call__(self, context: RunContextWrapper[Any], agent: Agent[Any]) -> str:
         turn_input = list(getattr(context, "turn_input", None) or [])
-        users = [item for item in turn_input if isinstance(item, dict) and item.get("role") == "user"]
-        text = _text(users[-1].get("content")) if users else ""
-        return await asyncio.to_thread(self._build, text, len(turn_input))
+        users: list[Any] = [item for item in turn_input if isinstance(item, dict) and item.get("role") == "user"]
+        return await asyncio.to_thread(self._build, users[-1] if users else None, len(turn_input))
 
-    def _build(self, text: str, items: int) -> str:
+    def _build(self, item: TResponseInputItem | None, items: int) -> str:
         session = self.session
-        message = self._turn(text) if text.strip() else None
+        message = self._turn(item) if item is not None else None
         parts = context_for(
             session.agent,
             session.chat,
@@ -74,20 +76,22 @@ class RecallInstructions:
         )
         return render(parts, self.instructions)
 
-    def _turn(self, text: str) -> Message:
-        """The session's message of the user input `text`: its newest user item, when that is
-        the text (the SDK saved the input before calling the model; a turn's later model calls,
-        after tool calls or a message of the model, find it too), else the input posted now."""
+    def _turn(self, item: TResponseInputItem) -> Message:
+        """The session's message of the user input `item`: its newest user item, when that is
+        this item (a run saves its input before calling the model; a turn's later model calls,
+        after tool calls or a message of the model, find it too), else the input posted now (a
+        streamed run saves it later, and the session does not post it twice)."""
         session = self.session
         session._check_open()
+        wanted = json.loads(json.dumps(item))
         for message in islice(newest_first(session.world, session.chat), _TURN_SCAN):
             data = message.metadata.get(META)
-            item = data.get("item") if isinstance(data, dict) and data.get("session") == session.session_id else None
-            if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") == "user":
-                if message.content == text:
+            stored = data.get("item") if isinstance(data, dict) and data.get("session") == session.session_id else None
+            if isinstance(stored, dict) and stored.get("type", "message") == "message" and stored.get("role") == "user":
+                if stored == wanted:
                     return message
                 break
-        return session._post([session._request({"role": "user", "content": text})])[0]
+        return session.post_turn(item)
 
 
 def recall_tools(session: RecallSession) -> list[FunctionTool]:
