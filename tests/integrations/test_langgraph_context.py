@@ -135,3 +135,26 @@ def test_the_memory_tools_in_a_tool_node(mem: Recall, world: World) -> None:
         {"messages": [HumanMessage("Am I a VIP customer?")]}, {"configurable": {"thread_id": "u"}}
     )
     assert "Maria is a VIP customer" in system_text(model.prompts[0])
+
+
+def test_a_turn_reads_the_chat_from_its_end_however_long_the_thread(
+    mem: Recall, world: World, monkeypatch: Any
+) -> None:
+    model = Model()
+    g = graph(RecallContextNode(mem, world=world, agent="agent-a", human="maria"), model, InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "long"}}
+    for n in range(40):
+        g.invoke({"messages": [HumanMessage(f"question {n}")]}, config)
+    store = mem.service.store
+    read: list[int] = []
+    real = store.newest_messages
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rows = real(*args, **kwargs)
+        read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store, "newest_messages", counted)
+    g.invoke({"messages": [HumanMessage("one more")]}, config)
+    assert len(world.messages("long", limit=1000)) == 82  # each message posted once
+    assert 0 < sum(read) <= 64  # a first page from the end, for the node and for save

@@ -138,17 +138,18 @@ class RecallContextNode:
         return history, messages, history.post_messages(self._new(history, messages))
 
     def _new(self, history: RecallChatMessageHistory, messages: list[BaseMessage]) -> list[BaseMessage]:
-        """The messages after the newest one recall already has (by LangChain id, else by
-        kind and text), read from the chat's end."""
-        keys = [_key(m.id, m.type, m.text) for m in messages]
-        have: set[tuple[str, ...]] = set()
+        """The messages after the newest one recall already has (by LangChain id, else by kind
+        and text): the chat is read from its end up to the first of them, so a turn costs about
+        the messages it adds, however long the thread."""
+        places = {_key(m.id, m.type, m.text): i for i, m in enumerate(messages)}  # the newest place wins
         for stored in islice(newest_first(history.world, history.chat), len(messages) + _SCAN_SLACK):
             form = stored.metadata.get(META)
             data = form.get("data") if isinstance(form, dict) else None
             if isinstance(form, dict) and isinstance(data, dict):
-                have.add(_key(data.get("id"), str(form.get("type")), stored.content))
-        last = max((i for i, key in enumerate(keys) if key in have), default=-1)
-        return messages[last + 1 :]
+                place = places.get(_key(data.get("id"), str(form.get("type")), stored.content))
+                if place is not None:
+                    return messages[place + 1 :]
+        return messages
 
 
 def _key(message_id: object, kind: str, text: str) -> tuple[str, ...]:
