@@ -23,10 +23,15 @@ about the human, its relevant long-term memories and the recalled past. A
 `RecallChatMessageHistory` of the same chat does not post the input again when the chain ends.
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from recall.extras import require
+
+require("langchain")  # before the framework loads: one line naming the extra
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig

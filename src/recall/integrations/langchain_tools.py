@@ -12,7 +12,12 @@ which its recall contexts (`RecallContext`, `RecallContextNode`) show when it ma
 tools as the Agents SDK's (`openai_agents_context.recall_tools`).
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
+
+from recall.extras import require
+
+require("langchain")  # before the framework loads: one line naming the extra
 
 from langchain_core.tools import BaseTool, StructuredTool
 

@@ -31,11 +31,16 @@ posted message keeps its LangChain form and id), so a graph with a checkpointer,
 only the new message each time, posts each message once.
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any, Optional
+
+from recall.extras import require
+
+require("langgraph")  # before the framework loads: one line naming the extra
 
 from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig

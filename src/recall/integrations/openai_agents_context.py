@@ -21,12 +21,17 @@ without the session, the instructions post it first (`RecallSession.post_turn`),
 does not post it again.
 """
 
+# ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
 from __future__ import annotations
 
 import asyncio
 import json
 from itertools import islice
 from typing import Any
+
+from recall.extras import require
+
+require("openai-agents")  # before the framework loads: one line naming the extra
 
 from agents import Agent, FunctionTool, RunContextWrapper, function_tool
 from agents.items import TResponseInputItem
