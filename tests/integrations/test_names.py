@@ -14,7 +14,10 @@ from recall import InvalidInputError, NotFoundError, Recall, World
 from recall.errors import UnknownParticipantError, UnknownWorldError
 from recall.integrations._common import UnknownParticipantNameError, UnknownWorldNameError
 from recall.integrations.langchain import RecallChatMessageHistory
+from recall.integrations.langchain_context import RecallContext
+from recall.integrations.langchain_tools import recall_tools
 from recall.integrations.langgraph import RecallStore
+from recall.integrations.langgraph_context import RecallContextNode
 from recall.integrations.openai_agents import RecallSession
 
 #: Each adapter, made from the names a caller typed (a human only where the adapter takes one).
@@ -27,7 +30,16 @@ ADAPTERS: dict[str, Make] = {
     "openai_agents": lambda mem, world, agent, human="human", **kw: RecallSession(
         mem, session_id="s1", world=world, agent=agent, human=human, **kw
     ),
+    "langchain_context": lambda mem, world, agent, human="human", **kw: RecallContext(
+        mem, world=world, agent=agent, human=human, **kw
+    ),
+    "langgraph_context": lambda mem, world, agent, human="human", **kw: RecallContextNode(
+        mem, world=world, agent=agent, human=human, **kw
+    ),
+    "langchain_tools": lambda mem, world, agent, human="human", **kw: recall_tools(mem, world=world, agent=agent, **kw),
 }
+#: The adapters that take a human.
+WITH_HUMAN = ["langchain", "openai_agents", "langchain_context", "langgraph_context"]
 
 
 @pytest.fixture
@@ -72,7 +84,7 @@ def test_a_misspelt_agent_is_refused_with_the_close_ids(mem: Recall, shop: World
     assert state(mem) == before
 
 
-@pytest.mark.parametrize("make", [ADAPTERS["langchain"], ADAPTERS["openai_agents"]], ids=["langchain", "openai_agents"])
+@pytest.mark.parametrize("make", [ADAPTERS[name] for name in WITH_HUMAN], ids=WITH_HUMAN)
 def test_a_misspelt_human_is_refused_with_the_close_ids(mem: Recall, shop: World, make: Make) -> None:
     before = state(mem)
     with pytest.raises(UnknownParticipantError) as refused:

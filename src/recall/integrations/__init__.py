@@ -9,6 +9,12 @@ Each lives in its own module and imports its framework there, so neither `import
   `BaseChatMessageHistory` (`pip install "recall-memory[langchain]"`);
 - `recall.integrations.openai_agents.RecallSession`: an OpenAI Agents SDK `Session`
   (`pip install "recall-memory[openai-agents]"`).
+
+and, for each, a hook that gives the framework's model recall's context for the current input
+(facts, long-term memories, the recalled past): `langchain_context.RecallContext` (a runnable),
+`langgraph_context.RecallContextNode` (a node), `openai_agents_context.RecallInstructions` (dynamic
+instructions) and memory tools (`search_memory`, `remember`): `openai_agents_context.recall_tools`
+for the Agents SDK, `langchain_tools.recall_tools` for LangChain and LangGraph.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from recall.extras import require
@@ -75,6 +76,8 @@ from recall.integrations._common import (
 
 #: The metadata field holding a message's LangChain form.
 META = "langchain"
+#: Marks, in a message's LangChain form, a human input posted before the model call (`post_turn`).
+TURN = "turn"
 #: The metadata field naming the agent a stored `SystemMessage` is for.
 SYSTEM_FOR = LANGCHAIN_SYSTEM_FOR
 #: The token budget of the context the recalled past is taken from: no budget, so the history
@@ -234,16 +237,45 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         return HumanMessage(message.content, name=message.sender)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Post the messages into the chat, all or none (see the module's notes)."""
+        """Post the messages into the chat, all or none (see the module's notes). A leading
+        `HumanMessage` that `post_turn` already posted (the chat's newest message, the same
+        text from the same human) is not posted again."""
         requests = [self._request(message) for message in messages]
+        if requests and isinstance(messages[0], HumanMessage) and self._turn_posted(requests[0]):
+            requests = requests[1:]
+        self._post(requests)
+
+    def post_messages(self, messages: Sequence[BaseMessage]) -> list[Message]:
+        """`add_messages`, returning recall's messages as posted (none skipped)."""
+        return self._post([self._request(message) for message in messages])
+
+    def _post(self, requests: list[PostRequest]) -> list[Message]:
         if not requests:
-            return
+            return []
         # Trusted: this history alone writes its items' reserved keys (the LangChain form, who a
         # system message or tool result is for), which the public paths refuse from anyone.
         posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
         answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
         if answered:
             self.agent.ack(answered)
+        return posted
+
+    def post_turn(self, message: HumanMessage) -> Message:
+        """Post the human's input of the turn now, before the model is called (so a context can
+        be built for it: `RecallContext`); a chain's history adding the same message at the end
+        of the turn (`RunnableWithMessageHistory`) does not post it twice."""
+        request = self._request(message)
+        metadata = dict(request.metadata or {})
+        metadata[META] = {**metadata[META], TURN: True}
+        return self._post([replace(request, metadata=metadata)])[0]
+
+    def _turn_posted(self, request: PostRequest) -> bool:
+        """Whether the chat's newest message is this human input, posted by `post_turn`."""
+        newest = next(newest_first(self.world, self.chat), None)
+        if newest is None or newest.sender.lower() != request.sender.lower() or newest.content != request.content:
+            return False
+        stored = newest.metadata.get(META)
+        return isinstance(stored, dict) and stored.get(TURN) is True
 
     def _request(self, message: BaseMessage) -> PostRequest:
         text = str(message.text)

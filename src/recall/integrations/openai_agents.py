@@ -27,6 +27,9 @@ heard them too, so they stay in the store, in search and in the agents' recall c
 (`World.delete_message` deletes one for everyone).
 What is hidden is a note in the agent's key-value memory, so every handle on the same session
 agrees. An item is at most 100,000 characters as JSON (recall's cap of a message's metadata).
+`close()` ends the session, as the SDK's `SQLiteSession.close()` (and closes the `Recall` the
+session opened, when it was given a path). The agent's recall context for the run's input is
+`openai_agents_context.RecallInstructions`.
 """
 
 # ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
@@ -36,6 +39,8 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from recall.extras import require
@@ -47,6 +52,7 @@ from agents.memory import SessionSettings
 
 from recall.api import Recall, World
 from recall.app.posting import PostRequest
+from recall.core.models import Message
 from recall.integrations._common import (
     HiddenMessages,
     chat_id_for,
@@ -59,6 +65,8 @@ from recall.integrations._common import (
 
 #: The metadata field holding the session id and the item.
 META = "openai_agents"
+#: Marks, in that field, a user input posted before the model call (`post_turn`).
+TURN = "turn"
 
 
 def _text(content: object) -> str:
@@ -77,7 +85,9 @@ def _text(content: object) -> str:
 class RecallSession:
     """An OpenAI Agents SDK session kept in a recall world.
 
-    `session_id`: the SDK's session id. `world`: a `World`, or a world id. `agent`: who the
+    `mem`: an open `Recall` (the caller's: `close` leaves it open), or a database path or URL (the
+    session opens it, and `close` closes it). `session_id`: the SDK's session id. `world`: a
+    `World`, or a world id. `agent`: who the
     assistant is; `human`: who the user is (`human`, the default, needs no registering; else a
     human of the world). A world id, agent or human that does not exist is refused, naming the
     closest ids there are; `create=True` creates what is missing. `session_settings`: the SDK's
@@ -86,7 +96,7 @@ class RecallSession:
 
     def __init__(
         self,
-        mem: Recall,
+        mem: Recall | str | Path,
         *,
         session_id: str,
         world: str | World,
@@ -95,12 +105,19 @@ class RecallSession:
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
         create: bool = False,
     ) -> None:
-        self.mem = mem
-        self.session_id = session_id
-        self.chat = chat_id_for(session_id)
-        self.world = resolve_world(mem, world, create)
-        self.agent = ensure_agent(self.world, agent, create)
-        self.human = ensure_human(self.world, human, create)
+        self._owned = not isinstance(mem, Recall)
+        self.mem = Recall(mem) if not isinstance(mem, Recall) else mem
+        self._closed = False
+        try:
+            self.session_id = session_id
+            self.chat = chat_id_for(session_id)
+            self.world = resolve_world(self.mem, world, create)
+            self.agent = ensure_agent(self.world, agent, create)
+            self.human = ensure_human(self.world, human, create)
+        except BaseException:
+            if self._owned:
+                self.mem.close()
+            raise
         self.session_settings: SessionSettings | None = (
             SessionSettings(**dict(session_settings)) if isinstance(session_settings, Mapping) else session_settings
         )
@@ -111,11 +128,27 @@ class RecallSession:
     def __repr__(self) -> str:
         return f"RecallSession(session_id={self.session_id!r}, world={self.world.id!r}, agent={self.agent.id!r})"
 
+    def close(self) -> None:
+        """Close the session, as the SDK's `SQLiteSession.close()`: it refuses any use after
+        this (a RuntimeError); the `Recall` it opened from a path is closed, one it was given
+        stays open for its owner. Closing twice is harmless."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._owned:
+            self.mem.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
     # -- the Session protocol -------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first; with `limit` (default: `session_settings.limit`)
         the newest `limit` of them."""
+        self._check_open()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is not None and limit == 0:
@@ -124,18 +157,51 @@ class RecallSession:
         return [item for _, item in await asyncio.to_thread(self._items, wanted)]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Post the items into the session's chat, all or none."""
+        """Post the items into the session's chat, all or none. A leading user item that
+        `RecallInstructions` already posted (the session's newest, the same item) is not posted
+        again: a streamed run saves its input after the model is called."""
+        self._check_open()
         if not items:
             return
         requests = [self._request(item) for item in items]
-        await asyncio.to_thread(self._post, requests)
+        await asyncio.to_thread(self._add, requests)
+
+    def _add(self, requests: list[PostRequest]) -> None:
+        if self._turn_posted(requests[0]):
+            requests = requests[1:]
+        self._post(requests)
+
+    def post_turn(self, item: TResponseInputItem) -> Message:
+        """Post the run's user input now, before the model is called (so a context can be built
+        for it: `RecallInstructions`); the SDK saving the same item afterwards does not post it
+        twice."""
+        request = self._request(item)
+        metadata = dict(request.metadata or {})
+        metadata[META] = {**metadata[META], TURN: True}
+        return self._post([replace(request, metadata=metadata)])[0]
+
+    def _turn_posted(self, request: PostRequest) -> bool:
+        """Whether the chat's newest message is this item, posted by `post_turn`."""
+        mine = (request.metadata or {}).get(META, {})
+        if mine.get("item", {}).get("role") != "user":
+            return False
+        newest = next(newest_first(self.world, self.chat), None)
+        data = newest.metadata.get(META) if newest is not None else None
+        return (
+            isinstance(data, dict)
+            and data.get(TURN) is True
+            and data.get("session") == self.session_id
+            and data.get("item") == mine.get("item")
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Hide the newest item from the session and return it; None when there is none."""
+        self._check_open()
         return await asyncio.to_thread(self._pop)
 
     async def clear_session(self) -> None:
         """Hide every item of the session so far (see the module's notes)."""
+        self._check_open()
         await asyncio.to_thread(self._clear)
 
     # -- in a worker thread ---------------------------------------------------------------
@@ -165,13 +231,14 @@ class RecallSession:
         found.reverse()
         return found
 
-    def _post(self, requests: list[PostRequest]) -> None:
+    def _post(self, requests: list[PostRequest]) -> list[Message]:
         # Trusted: this session alone writes its items' reserved keys (the item, who a system
         # item or tool result is for), which the public paths refuse from anyone.
         posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
         answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
         if answered:
             self.agent.ack(answered)
+        return posted
 
     def _pop(self) -> TResponseInputItem | None:
         with self._lock:
