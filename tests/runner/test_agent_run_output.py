@@ -47,7 +47,7 @@ def start(live: LiveServer, model_server: ModelServer, *options: str) -> subproc
 
 
 def wait_for(condition: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a process starting on a busy machine: seconds, not minutes
     while not condition():
         assert process.poll() is None, stop(process)
         assert time.monotonic() < deadline, what
