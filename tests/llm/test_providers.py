@@ -334,7 +334,8 @@ def test_tool_call_arguments_that_are_not_an_object_are_refused() -> None:
 def test_agent_model_specs() -> None:
     env = {"OPENAI_API_KEY": "sk-env", "ANTHROPIC_API_KEY": "ak-env"}
     ollama = agent_model("ollama/llama3.2", environ=env)
-    assert isinstance(ollama, OpenAICompatibleModel) and ollama.name == "openai:llama3.2"
+    # Ollama speaks the OpenAI API, but is named: its models run at Ollama's context length.
+    assert isinstance(ollama, OpenAICompatibleModel) and ollama.name == "ollama:llama3.2"
     assert ollama.base_url == "http://localhost:11434/v1"
     assert agent_model("openai/gpt-4o-mini", environ=env)._client.api_key == "sk-env"
     assert agent_model("openai/x", api_key="given", environ=env)._client.api_key == "given"

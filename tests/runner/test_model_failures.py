@@ -154,16 +154,24 @@ def test_an_outage_notice_is_posted_once_per_chat_until_the_model_answers(
     helper.step()
     assert apologies(world) == [None, "side"]
     assert helper.stats.model_errors == 4
-    assert world.agent("helper").inbox() == []  # read: not retried forever
+    # Unanswered, so still unread: the next step tries them again.
+    assert [m.content for m in world.agent("helper").inbox()] == [
+        "@helper are you there?",
+        "@helper hello?",
+        "@helper anyone?",
+        "@helper and here?",
+    ]
 
-    # The model is back: it answers; a new outage gets a new apology.
+    # The model is back: it answers each chat once; a new outage gets a new apology.
     model_server.responder = lambda path, body: "back now"
     world.post("maria", "@helper still there?")
-    helper.step()
+    assert helper.step() == 2
+    assert world.agent("helper").inbox() == []
     model_server.responder = lambda path, body: 503
     world.post("maria", "@helper and now?")
     helper.step()
     assert [m.content for m in world.messages()][-3:] == ["back now", "@helper and now?", APOLOGY]
+    assert [m.content for m in world.messages(chat="side")][-1] == "back now"
     assert apologies(world) == [None, "side", None]
 
 

@@ -37,6 +37,7 @@ from recall.core.routing import MENTION
 from recall.core.tokens import TokenCounter, context_window, encoding_for_model
 from recall.core.window import WindowSettings
 from recall.errors import BudgetExceededError
+from recall.limits import MAX_MODEL_NAME, check_text
 from recall.settings import Settings
 from recall.store.base import Memory, Store, WorldRecord
 
@@ -101,17 +102,18 @@ class Contexts:
         blocks: Sequence[ContextBlock] = (),
         summarizer: Summarizer | None = None,
         recalled_max_tokens: int | None = None,
+        model: str | None = None,
     ) -> Context:
-        """The context the agent's next model call receives in a chat, with its report.
-        `recalled_max_tokens` overrides the agent's cap on its recalled past for this call."""
+        """The context the agent's next model call receives in a chat, with its report. `model` (the
+        tokenizer, the default budget) and `recalled_max_tokens` override the agent's for this call."""
         world = self.worlds.get_world(world_id)
         agent = self.worlds.get_agent(world.key, agent_id)
         chat = check_chat(chat_id)
         check_channel(channel)
-        model = agent.model or self.settings.model
+        model_name = check_text("model", model, MAX_MODEL_NAME) if model else agent.model or self.settings.model
         budget = max_tokens if max_tokens is not None else agent.max_tokens
         if budget is None:
-            budget = context_window(model) - self.settings.reply_reserve
+            budget = context_window(model_name) - self.settings.reply_reserve
         check_int("max_tokens", budget, 1, MAX_CONTEXT_TOKENS)
         depth = history_limit if history_limit is not None else agent.history_limit
         depth = check_int(
@@ -122,7 +124,7 @@ class Contexts:
             self.posting.get_message(world.key, message_id)
 
         counts = self.store.heard_counts(world.key, agent.id)
-        counter = TokenCounter(encoding_for_model(model))
+        counter = TokenCounter(encoding_for_model(model_name))
         recent = list(islice(self.store.iter_heard(world.key, agent.id, chat), RECENT_SCAN))
         upto = recent
         if message_id is not None and recent and recent[0].id > message_id:
@@ -160,6 +162,7 @@ class Contexts:
                 ("history_limit", history_limit),
                 ("channel", channel),
                 ("recalled_max_tokens", recalled_max_tokens),
+                ("model", model),
             )
             if value is not None
         }
@@ -179,7 +182,7 @@ class Contexts:
             **{f"recalled_{name}": value for name, value in vars(settings).items()},  # flat: no deep copy
             **{f"window_{name}": value for name, value in vars(request.window).items()},
         }
-        params = BuildParams(world.key, world.tenant, message_id, model, explicit, shaped)
+        params = BuildParams(world.key, world.tenant, message_id, model_name, explicit, shaped)
         return replace(built, params=params)
 
     def _memory(self, world_key: str, agent_id: str, chat: str | None, recent: list[Message]) -> Iterator[Message]:

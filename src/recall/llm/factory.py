@@ -72,4 +72,7 @@ def agent_model(
     kind = AnthropicModel if provider == "anthropic" else OpenAICompatibleModel
     if provider == "ollama":
         base_url = base_url or OLLAMA_URL
-    return kind(model.strip(), base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+    chat = kind(model.strip(), base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+    # Named as given: an Ollama model is served at Ollama's context length, not the model's own.
+    chat.name = f"{provider}:{model.strip()}"
+    return chat

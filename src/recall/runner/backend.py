@@ -40,9 +40,10 @@ class RunnerBackend(Protocol):
 
     def decide(self, message: Message) -> Decision: ...
 
-    def context(self, message: Message) -> Prompt:
-        """The OpenAI-format messages for answering `message` (it ends the incoming part),
-        recorded as the agent's model call."""
+    def context(self, message: Message, *, model: str | None = None, max_tokens: int | None = None) -> Prompt:
+        """The OpenAI-format messages for answering `message` (it ends the incoming part), built
+        for `model` in at most `max_tokens` (or the agent's own smaller budget) and recorded as the
+        agent's model call."""
         ...
 
     def call_outcome(self, call_id: str, error: str | None) -> None:
@@ -96,9 +97,18 @@ class LocalBackend:
     def decide(self, message: Message) -> Decision:
         return self.service.agent_state.decide(self._world, self.agent_id, message.id)
 
-    def context(self, message: Message) -> Prompt:
+    def context(self, message: Message, *, model: str | None = None, max_tokens: int | None = None) -> Prompt:
         """What the model is sent for `message`, recorded as the runner's model call."""
-        built = self.service.calls.record(self.agent.context(message.chat_id, message=message.id), "runner")
+        own = self.service.worlds.get_agent(self._world, self.agent_id).max_tokens
+        built = self.service.contexts.build_context(
+            self._world,
+            self.agent_id,
+            message.chat_id,
+            message_id=message.id,
+            model=model,
+            max_tokens=budget(own, max_tokens),
+        )
+        built = self.service.calls.record(built, "runner")
         return Prompt(built.openai(), built.call_id)
 
     def call_outcome(self, call_id: str, error: str | None) -> None:
@@ -172,8 +182,16 @@ class HttpBackend:
         data = self._call("POST", f"{self._agent}/decide", json={"message_id": message.id})
         return Decision(bool(data["respond"]), int(data["turn_count"]), data.get("notice"), data.get("reason"))
 
-    def context(self, message: Message) -> Prompt:
-        body = {"message_id": message.id, "chat_id": message.chat_id, "record": True}  # the model gets it
+    def context(self, message: Message, *, model: str | None = None, max_tokens: int | None = None) -> Prompt:
+        body: dict[str, Any] = {
+            "message_id": message.id,
+            "chat_id": message.chat_id,
+            "record": True,
+        }  # the model gets it
+        if model is not None:
+            body["model"] = model
+        if max_tokens is not None:  # the agent's own budget still holds when smaller
+            body["max_tokens"] = budget(self._call("GET", self._agent).get("max_tokens"), max_tokens)
         answer = self._call("POST", f"{self._agent}/context", json=body)
         return Prompt(answer["messages"], answer.get("call_id"))
 
@@ -200,3 +218,11 @@ class HttpBackend:
 
     def extract(self, chat: str | None) -> None:
         self._call("POST", f"{self._agent}/extract", json={"chat_id": chat})
+
+
+def budget(own: int | None, window: int | None) -> int | None:
+    """A context's budget: the runner's (what its model's window leaves), or the agent's own
+    `max_tokens` setting when that is smaller."""
+    if own is None or window is None:
+        return window  # None: the agent's own setting (or its model's window) decides
+    return min(own, window)

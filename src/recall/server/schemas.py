@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recall.app.memories import NOTE_TYPE
 from recall.app.validation import ID_PATTERN, MAX_CONTEXT_TOKENS, MAX_ID_LENGTH, check_id
 from recall.errors import InvalidInputError
+from recall.limits import MAX_MODEL_NAME
 
 #: The patterns the schemas below hold, the same the Python API checks; OpenAPI shows them to
 #: machines, `pattern_in_words` says what they want to people.
@@ -142,6 +143,9 @@ class ContextIn(Body):
     format: Literal["openai", "anthropic"] = "openai"
     #: Tokens of recalled past for this call (0: none; default: the agent's setting).
     recalled_max_tokens: int | None = Field(default=None, ge=0, le=1_000_000)
+    #: The model the context is for (its tokenizer; its window when `max_tokens` is not given);
+    #: default: the agent's `model` setting, else the server's.
+    model: str | None = Field(default=None, min_length=1, max_length=MAX_MODEL_NAME)
     #: Record it as a model call (its id comes back as `call_id`): for a context sent to a model.
     record: bool = False
 

@@ -67,6 +67,7 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
         message_id=body.message_id,
         channel=body.channel,
         recalled_max_tokens=body.recalled_max_tokens,
+        model=body.model,
     )
     if body.record:
         built = state.service.calls.record(built, "rest")
