@@ -366,7 +366,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         15,
         """
         -- Queued fact extractions, as in the SQLite store's version 17.
-        CREATE TABLE extraction_jobs (
+        CREATE TABLE IF NOT EXISTS extraction_jobs (
             tenant      TEXT NOT NULL,
             scope       TEXT NOT NULL,
             thread      TEXT NOT NULL,

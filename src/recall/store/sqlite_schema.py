@@ -438,8 +438,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- Queued fact extractions (store/extraction_jobs.py), kept so that one not yet run when
         -- its process closes runs when the store is next opened: one row per (tenant, scope,
         -- thread), naming what to read again (world key, agent, chat), the request's token,
-        -- the process that will run it ('' once handed back) and when it was due.
-        CREATE TABLE extraction_jobs (
+        -- the process that will run it ('' once handed back) and when it was due. (IF NOT
+        -- EXISTS: a test of an earlier migration runs it again, as a store rolled back might.)
+        CREATE TABLE IF NOT EXISTS extraction_jobs (
             tenant      TEXT NOT NULL,
             scope       TEXT NOT NULL,
             thread      TEXT NOT NULL,
