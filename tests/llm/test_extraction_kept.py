@@ -106,11 +106,20 @@ def test_a_newer_request_for_the_thread_replaces_the_kept_one(store_location: st
     assert "peanuts" in model_server.bodies("/v1/chat/completions")[0]["messages"][-1]["content"]
 
 
-def test_what_was_deleted_is_not_extracted_at_the_next_open(store_location: str, model_server: ModelServer) -> None:
+@pytest.mark.parametrize("deleted", ["world", "agent", "erased human"])
+def test_what_was_deleted_is_not_extracted_at_the_next_open(
+    store_location: str, model_server: ModelServer, deleted: str
+) -> None:
     with Recall(store_location, with_model(model_server)) as mem:
         queue_one(mem)
     with Recall(store_location, NO_MODEL) as mem:  # deleted by a process without a model
-        mem.world("w").delete()
+        world = mem.world("w")
+        if deleted == "world":
+            world.delete()
+        elif deleted == "agent":
+            world.delete_agent("helper")
+        else:
+            world.delete_human("maria", erase=True)  # its scope user:maria goes
     assert kept(store_location) == 0
     with Recall(store_location, with_model(model_server)) as mem:
         assert mem.flush_extraction() == 0

@@ -98,8 +98,8 @@ class SQLExtractionJobs(SQLWorlds):
         if thread_prefix is not None:
             conditions.append("substr(lower(thread), 1, CAST(? AS INTEGER)) = ?")
             params.extend([len(thread_prefix), thread_prefix.lower()])
-        if not conditions:
-            return 0
+        if not conditions or not self._read("SELECT 1 FROM extraction_jobs WHERE tenant = ? LIMIT 1", (tenant,)):
+            return 0  # the usual case: a read, not a write transaction, per deletion
         with self._write() as db:
             return int(
                 self._execute(
