@@ -26,6 +26,7 @@ NOT_COMPARED = {
     "search_state": "the search index's progress",
     "fact_sources": "which messages extracted facts were read from: not exported (an imported fact records none)",
     "model_calls": "recorded model calls, a log of what contexts held: not exported (tests/test_calls.py)",
+    "extraction_jobs": "queued fact extractions, work to do: not exported (tests/llm/test_extraction_kept.py)",
 }
 #: Internal surrogate keys, compared through what they name (world_id, agent_key), and what is
 #: worked out from them (a delivery's bucket, from its agent's key).

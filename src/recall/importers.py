@@ -3,10 +3,17 @@
 Each importer reads and validates the whole file first, so a bad line stops the import
 before anything is stored, then registers the speakers it found and posts in batches with
 the real timestamps.
+
+Importing a file again adds nothing: each message read from a file carries an idempotency key,
+so a message already imported into the world is not stored twice (an import cut short is
+finished by running it again). A JSONL line's key is the SHA-256 of the file up to and with it:
+a file that grew by lines at its end imports only those; a line changed makes it and the lines
+after it new. A LoCoMo message's key is the file's SHA-256 and its place in the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -45,6 +52,27 @@ class Conversation:
     messages: list[PostRequest] = field(default_factory=list)
     #: Agent settings given to every agent this import registers.
     agent_settings: dict[str, Any] = field(default_factory=dict)
+    #: The file the messages were read from, as `file_label` names it ('' when built in code).
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import stored: `stored` new messages; `skipped` were in the world already
+    (imported from the same file before)."""
+
+    stored: int
+    skipped: int
+
+
+def file_label(data: bytes) -> str:
+    """A file's name in its messages' idempotency keys: the start of its SHA-256."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+def _import_key(source: str, *place: int) -> str:
+    """The idempotency key of the message at `place` in the file `source` names."""
+    return f"import {source} " + ":".join(str(p) for p in place)
 
 
 def _register(world: World, conversation: Conversation) -> None:
@@ -58,13 +86,28 @@ def _register(world: World, conversation: Conversation) -> None:
 
 
 def store_conversation(mem: Recall, conversation: Conversation, progress: Progress | None = None) -> int:
-    """Create the world if needed, register speakers, post every message; returns the count."""
+    """Create the world if needed, register speakers, post every message; returns how many
+    were stored (not those imported from the same file before: `import_conversation`)."""
+    return import_conversation(mem, conversation, progress).stored
+
+
+def import_conversation(mem: Recall, conversation: Conversation, progress: Progress | None = None) -> Imported:
+    """`store_conversation`, saying how many messages were already in the world (imported
+    from the same file before) and so not stored again."""
     world = mem.world(conversation.world_id, create=True, name=conversation.name)
     _register(world, conversation)
-    stored = len(world.import_messages(conversation.messages, progress=progress))
+    before = _message_count(world)
+    world.import_messages(conversation.messages, progress=progress)
+    # Counted by the world's messages: the import's own returns the stored message in place
+    # of each one already there. A post by another process meanwhile is not one of ours.
+    stored = min(max(_message_count(world) - before, 0), len(conversation.messages))
     # Found by their words at once: the first search after a bulk import copies nothing.
     mem.service.searcher.copy_new_messages()
-    return stored
+    return Imported(stored, len(conversation.messages) - stored)
+
+
+def _message_count(world: World) -> int:
+    return sum(n for _, n in world.chats())
 
 
 # -- LoCoMo ---------------------------------------------------------------------------------
@@ -92,9 +135,11 @@ def read_locomo(path: str | Path, speakers: str = "agents") -> list[Conversation
     if speakers not in ("agents", "humans"):
         raise InvalidInputError("speakers", f"must be 'agents' or 'humans', got {speakers!r}")
     try:
-        samples = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = Path(path).read_bytes()
+        samples = json.loads(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInputError("file", f"cannot read LoCoMo JSON from {path}: {exc}") from None
+    source = file_label(data)
     if not isinstance(samples, list):
         raise InvalidInputError("file", "a LoCoMo file is a JSON list of samples")
     conversations = []
@@ -104,7 +149,7 @@ def read_locomo(path: str | Path, speakers: str = "agents") -> list[Conversation
             raise InvalidInputError(where, "has no 'conversation' object")
         sample_id = str(sample.get("sample_id") or f"sample-{index}")
         conv = sample["conversation"]
-        conversation = Conversation(world_id=slug(f"locomo-{sample_id}"), name=f"LoCoMo {sample_id}")
+        conversation = Conversation(world_id=slug(f"locomo-{sample_id}"), name=f"LoCoMo {sample_id}", source=source)
         if speakers == "agents":
             conversation.agent_settings = {"context_filter": "all"}
         names: dict[str, str] = {}
@@ -124,7 +169,13 @@ def read_locomo(path: str | Path, speakers: str = "agents") -> list[Conversation
                     if turn.get(extra):
                         metadata[extra] = turn[extra]
                 conversation.messages.append(
-                    PostRequest(sender=names[speaker], content=text or "…", created_at=when, metadata=metadata)
+                    PostRequest(
+                        sender=names[speaker],
+                        content=text or "…",
+                        created_at=when,
+                        metadata=metadata,
+                        idempotency_key=_import_key(source, index, len(conversation.messages)),
+                    )
                 )
         (conversation.agents if speakers == "agents" else conversation.humans).update(names.values())
         conversations.append(conversation)
@@ -142,18 +193,24 @@ def _text(content: Any, where: str) -> str:
     raise InvalidInputError(f"{where}.content", "must be text or a list of content parts")
 
 
-def _jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"line {number}", f"is not valid JSON: {exc.msg}") from None
-            if not isinstance(item, dict):
-                raise InvalidInputError(f"line {number}", 'must be a JSON object like {"role": …, "content": …}')
-            yield number, item
+def _jsonl_lines(data: bytes) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """Each line's number, object and import key (the SHA-256 of the lines up to it)."""
+    digest = hashlib.sha256()
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"line {number}", "is not UTF-8 text") from None
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"line {number}", f"is not valid JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"line {number}", 'must be a JSON object like {"role": …, "content": …}')
+        digest.update(raw.strip() + b"\n")  # blank lines and line ends do not change a line's key
+        yield number, item, "import sha256:" + digest.copy().hexdigest()[:32]
 
 
 def read_jsonl(path: str | Path, world_id: str | None = None, chat_id: str | None = None) -> Conversation:
@@ -165,8 +222,13 @@ def read_jsonl(path: str | Path, world_id: str | None = None, chat_id: str | Non
     file = Path(path)
     if not file.is_file():
         raise InvalidInputError("file", f"{path} does not exist")
-    conversation = Conversation(world_id=world_id or slug(file.stem), name=world_id or file.stem)
-    for number, item in _jsonl_lines(file):
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError("file", f"cannot read {path}: {exc}") from None
+    source = file_label(data)
+    conversation = Conversation(world_id=world_id or slug(file.stem), name=world_id or file.stem, source=source)
+    for number, item, key in _jsonl_lines(data):
         where = f"line {number}"
         role = item.get("role")
         if role not in ("user", "assistant", "system"):
@@ -190,6 +252,7 @@ def read_jsonl(path: str | Path, world_id: str | None = None, chat_id: str | Non
                 content=text,
                 chat_id=item.get("chat_id", chat_id),
                 created_at=None if when is None else parse_timestamp(when, f"{where}.created_at"),
+                idempotency_key=key,
             )
         )
     return conversation

@@ -13,9 +13,10 @@ one model call per thread instead of one per message.
   (logger `recall.extraction`); an exception from `load`/`apply` is logged with its traceback.
   The queue never raises into the caller; `run_now` reports each run's failure to a caller
   that waits for it (`recall facts extract`).
-- `close()` drops pending work (it does not flush): shutting down must not wait for model calls
-  the user never asked for. Call `flush()` first to keep it. An extraction already running is
-  allowed to finish.
+- `close()` does not run pending work (shutting down must not wait for model calls the user
+  never asked for): it returns the tokens of what it did not run, for `Extraction` to keep in
+  the store for the next open (app/extraction_journal.py). Call `flush()` first to run it now.
+  An extraction already running is allowed to finish.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
+from recall.app.extraction_journal import ExtractionJournal
 from recall.app.facts import Facts
 from recall.app.worlds import Worlds
 from recall.core.extraction import MAX_MESSAGES as EXTRACTION_MESSAGES
@@ -69,6 +71,8 @@ class _Pending:
     due: float
     #: thread id → newest snapshot; dict order is the order threads were first submitted.
     threads: dict[str, tuple[Message, ...]] = field(default_factory=dict)
+    #: thread id → the token its newest snapshot was submitted with (the store's record of it).
+    tokens: dict[str, str] = field(default_factory=dict)
 
 
 class ExtractionQueue:
@@ -85,10 +89,12 @@ class ExtractionQueue:
         *,
         clock: Callable[[], float] = time.monotonic,
         background: bool = True,
+        finished: Callable[[list[str]], None] | None = None,
     ) -> None:
         """`load` returns a scope's current facts and sections; `apply` stores a `FactChanges`
         (sections, then removals, then additions). With `background=False` no worker thread
-        runs and only `flush()` does work; `clock` is what `debounce` is measured against."""
+        runs and only `flush()` does work; `clock` is what `debounce` is measured against.
+        `finished` is told the tokens of snapshots that ran or were discarded."""
         if debounce < 0:
             raise ValueError(f"debounce must be ≥ 0 seconds, got {debounce}")
         self.model = model
@@ -99,6 +105,7 @@ class ExtractionQueue:
         self.max_facts = max_facts
         self._clock = clock
         self._background = background
+        self._finished = finished
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._lock = threading.Condition()
         #: Held while jobs are taken from `_pending` and run: runs never overlap, and `flush`
@@ -109,8 +116,18 @@ class ExtractionQueue:
 
     # -- the caller's side -----------------------------------------------------------------
 
-    def submit(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> None:
-        """Queue `messages` (the thread's conversation) for `scope`; returns at once."""
+    def submit(
+        self,
+        tenant: str,
+        scope: str,
+        thread_id: str,
+        messages: Sequence[Message],
+        token: str | None = None,
+        delay: float | None = None,
+    ) -> None:
+        """Queue `messages` (the thread's conversation) for `scope`, to run `delay` seconds
+        from now (None: the debounce); returns at once. `token` names the request to
+        `finished` and in what `close()` returns."""
         snapshot = tuple(messages)
         with self._lock:
             if self._closed:
@@ -118,11 +135,15 @@ class ExtractionQueue:
                 return
             key = (tenant, scope)
             pending = self._pending.get(key)
-            due = self._clock() + self.debounce
+            due = self._clock() + (self.debounce if delay is None else max(0.0, delay))
             if pending is None:
                 pending = self._pending[key] = _Pending(due)
-            pending.due = due
+            pending.due = due if delay is None else min(pending.due, due)
             pending.threads[thread_id] = snapshot
+            if token is None:
+                pending.tokens.pop(thread_id, None)
+            else:
+                pending.tokens[thread_id] = token
             if self._background and self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="recall-extraction", daemon=True)
                 self._worker.start()
@@ -162,14 +183,18 @@ class ExtractionQueue:
             )
 
         dropped = 0
+        tokens: list[str] = []
         with self._run_lock, self._lock:
             for key in [k for k in self._pending if k[0] == tenant]:
-                pending = self._pending[key].threads
-                for thread in [t for t, snapshot in pending.items() if gone(key[1], t, snapshot)]:
-                    del pending[thread]
+                pending = self._pending[key]
+                for thread in [t for t, snapshot in pending.threads.items() if gone(key[1], t, snapshot)]:
+                    del pending.threads[thread]
+                    if thread in pending.tokens:
+                        tokens.append(pending.tokens.pop(thread))
                     dropped += 1
-                if not pending:
+                if not pending.threads:
                     del self._pending[key]
+        self._tell_finished(tokens)
         return dropped
 
     def pending(self) -> list[tuple[str, str]]:
@@ -182,19 +207,22 @@ class ExtractionQueue:
         with self._lock:
             return sum(len(p.threads) for p in self._pending.values())
 
-    def close(self, timeout: float | None = None) -> None:
-        """Stop the worker and drop pending work (flush first to keep it). Waits up to
+    def close(self, timeout: float | None = None) -> list[str]:
+        """Stop the worker without running pending work (flush first to run it); the tokens of
+        the pending snapshots submitted with one (the others are dropped). Waits up to
         `timeout` seconds (None: as long as it takes) for a run under way to finish."""
         with self._lock:
             self._closed = True
-            dropped = len(self._pending)
+            untracked = sum(len(p.threads) - len(p.tokens) for p in self._pending.values())
+            kept = [token for p in self._pending.values() for token in p.tokens.values()]
             self._pending.clear()
             self._lock.notify_all()
             worker = self._worker
-        if dropped:
-            logger.info("extraction queue closed; dropped pending work for %d scope(s)", dropped)
+        if untracked:
+            logger.info("extraction queue closed; dropped %d pending extraction(s)", untracked)
         if worker is not None and worker is not threading.current_thread():
             worker.join(timeout)
+        return kept
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -223,10 +251,21 @@ class ExtractionQueue:
         runs: list[ExtractionRun] = []
         for (tenant, scope), pending in jobs:
             for thread_id, messages in pending.threads.items():
-                run = self._run(tenant, scope, thread_id, messages)
+                try:
+                    run = self._run(tenant, scope, thread_id, messages)
+                finally:  # ran, or failed for good: not to be run again at the next open
+                    token = pending.tokens.get(thread_id)
+                    self._tell_finished([] if token is None else [token])
                 if run is not None:
                     runs.append(run)
         return runs
+
+    def _tell_finished(self, tokens: list[str]) -> None:
+        if tokens and self._finished is not None:
+            try:
+                self._finished(tokens)
+            except Exception:  # the record stays; a later open runs the extraction again
+                logger.exception("extraction: could not remove the record of %d finished extraction(s)", len(tokens))
 
     def _run(self, tenant: str, scope: str, thread_id: str, messages: Sequence[Message]) -> ExtractionRun | None:
         """One extraction; None when there was nothing to extract from."""
@@ -279,7 +318,9 @@ class ExtractionQueue:
 
 
 class Extraction:
-    """Queue fact extraction from agents' conversations, run it now, and report its backlog."""
+    """Queue fact extraction from agents' conversations, run it now, and report its backlog.
+    What is queued is kept in the store until it runs (`ExtractionJournal`): extractions a
+    closed process did not run are queued again when the store is next opened with a model."""
 
     def __init__(
         self, store: Store, settings: Settings, worlds: Worlds, facts: Facts, model: ChatModel | None = None
@@ -287,6 +328,7 @@ class Extraction:
         self.store = store
         self.worlds = worlds
         self.facts = facts
+        self.journal = ExtractionJournal(store)
         #: Debounced extraction; None when no chat model is configured (extraction off).
         self.queue = (
             None
@@ -298,8 +340,16 @@ class Extraction:
                 debounce=settings.extraction_debounce,
                 min_confidence=settings.extraction_min_confidence,
                 max_facts=settings.max_facts,
+                finished=self.journal.finished,
             )
         )
+        if self.queue is not None:
+            self.journal.resume(self._conversation, self.queue.submit, settings.extraction_debounce)
+
+    def _conversation(self, world_key: str, agent: str, chat_id: str | None) -> list[Message]:
+        """What extraction reads: the agent's newest messages in the chat, oldest first."""
+        newest_first = islice(self.store.iter_heard(world_key, agent, chat_id), 2 * EXTRACTION_MESSAGES)
+        return list(newest_first)[::-1]
 
     def extract(
         self, world_id: str, agent_id: str, chat_id: str | None = None, scope: str | None = None, tenant: str = ""
@@ -323,7 +373,8 @@ class Extraction:
         if self.queue is None:
             return {"queued": False, "scope": canonical, "reason": "no chat model configured (settings.llm_model)"}
         thread = f"{world.id}/{agent}/{chat_id or ''}"
-        self.queue.submit(tenant, canonical, thread, newest_first[::-1])
+        token = self.journal.record(tenant, canonical, thread, world.key, agent, chat_id, self.queue.debounce)
+        self.queue.submit(tenant, canonical, thread, newest_first[::-1], token)
         return {"queued": True, "scope": canonical, "thread": thread, "messages": len(newest_first)}
 
     def flush_extraction(self, tenant: str | None = None, scope: str | None = None) -> int:
@@ -337,7 +388,9 @@ class Extraction:
     def discard(
         self, tenant: str, *, scopes: Collection[str] = (), threads: str | None = None, messages: Collection[int] = ()
     ) -> int:
-        """Drop queued extractions of deleted things (`ExtractionQueue.discard`)."""
+        """Drop queued extractions of deleted things (`ExtractionQueue.discard`), and those
+        kept in the store for them (of any process)."""
+        self.journal.forget(tenant, list(scopes), threads)
         if self.queue is None:
             return 0
         return self.queue.discard(tenant, scopes=scopes, threads=threads, messages=messages)
@@ -347,6 +400,7 @@ class Extraction:
         return 0 if self.queue is None else self.queue.depth()
 
     def close(self) -> None:
-        """Stop the queue's worker, dropping pending work (flush first to keep it)."""
+        """Stop the queue's worker, after a run under way ends; what is still queued is kept
+        in the store for the next open, and a warning says how many (flush first to run them)."""
         if self.queue is not None:
-            self.queue.close()
+            self.journal.release(self.queue.close())

@@ -1,4 +1,5 @@
-"""`recall import …`: conversations from files, with their timestamps, and a progress bar."""
+"""`recall import …`: conversations from files, with their timestamps, and a progress bar.
+Importing a file again stores only what is not in its worlds yet, and says what it skipped."""
 
 from __future__ import annotations
 
@@ -34,14 +35,27 @@ def import_locomo(
         str, typer.Option(help="Register the speakers as 'agents' (hear everything) or 'humans'.")
     ] = "agents",
 ) -> None:
-    """Import a LoCoMo benchmark file: one world per conversation, real session timestamps."""
+    """Import a LoCoMo benchmark file: one world per conversation, real session timestamps.
+
+    Again with the same file: nothing is stored twice."""
     with open_recall(create=True) as mem:
         conversations = importers.read_locomo(file, speakers)
+        stored = skipped = 0
         for conversation in conversations:
             with _progress(len(conversation.messages), conversation.world_id) as advance:
-                importers.store_conversation(mem, conversation, advance)
-        total = sum(len(c.messages) for c in conversations)
-        out.print(f"imported {total} messages into {len(conversations)} worlds")
+                done = importers.import_conversation(mem, conversation, advance)
+            stored, skipped = stored + done.stored, skipped + done.skipped
+        out.print(
+            f"imported {stored} messages into {len(conversations)} worlds" + _skipped(skipped, file),
+            markup=False,
+        )
+
+
+def _skipped(skipped: int, file: Path) -> str:
+    """The messages an earlier import of the same file stored already (not stored twice)."""
+    if not skipped:
+        return ""
+    return f"; {skipped} already imported from {file.name} before, skipped"
 
 
 @import_app.command("jsonl")
@@ -50,9 +64,14 @@ def import_jsonl(
     world: Annotated[str | None, typer.Option(help="World to import into (default: from the file name).")] = None,
     chat: Annotated[str | None, typer.Option(help="Chat for lines without a chat_id.")] = None,
 ) -> None:
-    """Import OpenAI-style chat lines ({role, content, name?, created_at?, chat_id?})."""
+    """Import OpenAI-style chat lines ({role, content, name?, created_at?, chat_id?}).
+
+    Again with the same file into the same world: nothing is stored twice."""
     with open_recall(create=True) as mem:
         conversation = importers.read_jsonl(file, world, chat)
         with _progress(len(conversation.messages), conversation.world_id) as advance:
-            stored = importers.store_conversation(mem, conversation, advance)
-        out.print(f"imported {stored} messages into world {conversation.world_id}", markup=False)
+            done = importers.import_conversation(mem, conversation, advance)
+        out.print(
+            f"imported {done.stored} messages into world {conversation.world_id}" + _skipped(done.skipped, file),
+            markup=False,
+        )

@@ -18,6 +18,7 @@ from recall.store.world_records import AlsoRemove, FactScopes, Removed, WorldImp
 
 if TYPE_CHECKING:
     from recall.store.call_log import CallRow, NewCall
+    from recall.store.extraction_jobs import ExtractionJob
 
 
 @dataclass(frozen=True)
@@ -356,6 +357,15 @@ class Store(Protocol):
         before `now`; their ids in `Removed.memories`. `then` runs in the same transaction, only
         when some went (a look without writing first, so a read that finds none stays a read)."""
         ...
+
+    # queued fact extractions (extraction_jobs.py)
+    def put_extraction_job(self, job: ExtractionJob) -> None: ...
+    def finish_extraction_jobs(self, tokens: Collection[str]) -> int: ...
+    def release_extraction_jobs(self, tokens: Collection[str]) -> int: ...
+    def claim_extraction_jobs(self, owner: str, stale_before: float, due_at: float) -> list[ExtractionJob]: ...
+    def forget_extraction_jobs(
+        self, tenant: str, scopes: Sequence[str] = (), thread_prefix: str | None = None
+    ) -> int: ...
 
     # recorded model calls (call_log.py)
     def add_calls(self, calls: Sequence[NewCall]) -> int: ...

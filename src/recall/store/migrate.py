@@ -61,6 +61,11 @@ TABLES: tuple[tuple[str, str, str], ...] = (
         "id, world_id, agent_key, chat_id, trigger_id, created_at, source, digest, senders, body, outcome, error",
         "id",
     ),
+    (
+        "extraction_jobs",
+        "tenant, scope, thread, world_id, agent_id, chat_id, token, owner, due_at, queued_at",
+        "tenant, scope, thread",
+    ),
 )
 #: Id columns backed by a sequence on PostgreSQL: (table, column, sequence).
 SEQUENCES = (

@@ -36,6 +36,7 @@ from recall.store.base import (
     PostListener,
     SharedRateLimits,
 )
+from recall.store.extraction_jobs import SQLExtractionJobs
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
@@ -45,7 +46,6 @@ from recall.store.rows import (
 )
 from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
 from recall.store.urls import redacted_text, redacted_url
-from recall.store.world_dump import SQLWorlds
 
 #: Advisory lock keys (any constant numbers, unique to recall).
 _MESSAGES_LOCK = 7_311_001
@@ -111,7 +111,7 @@ def _autocommit(conn: psycopg.Connection[Any]) -> None:
     conn.autocommit = True
 
 
-class PostgresStore(SQLWorlds):
+class PostgresStore(SQLExtractionJobs):
     LOCK_ROWS = " FOR UPDATE"
     KEEP_ROWS = " FOR KEY SHARE"
 

@@ -381,6 +381,25 @@ MIGRATIONS: list[tuple[int, str]] = [
                                               ELSE senders || '#full' || chr(9) END;
         """,
     ),
+    (
+        15,
+        """
+        -- Queued fact extractions, as in the SQLite store's version 17.
+        CREATE TABLE IF NOT EXISTS extraction_jobs (
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            thread      TEXT NOT NULL,
+            world_id    CITEXT NOT NULL,
+            agent_id    CITEXT NOT NULL,
+            chat_id     TEXT NOT NULL DEFAULT '',
+            token       TEXT NOT NULL UNIQUE,
+            owner       TEXT NOT NULL DEFAULT '',
+            due_at      DOUBLE PRECISION NOT NULL,
+            queued_at   DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (tenant, scope, thread)
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -29,6 +29,7 @@ from recall.store.base import (
     PostAnnouncer,
     SharedRateLimits,
 )
+from recall.store.extraction_jobs import SQLExtractionJobs
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
     delivery_bucket,
@@ -45,7 +46,6 @@ from recall.store.urls import (
     is_postgres_url,
     redacted_url,
 )
-from recall.store.world_dump import SQLWorlds
 
 #: Values an `IN (?, ...)` list takes at most; a longer one is one JSON array (`_one_of`).
 _IN_CHUNK = 500
@@ -94,7 +94,7 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 PAGE_CACHE_KIB = 64 * 1024
 
 
-class SQLiteStore(SQLWorlds):
+class SQLiteStore(SQLExtractionJobs):
     #: Neither ability: one process's in-memory buckets and notifier serve (see server/).
     rate_buckets: SharedRateLimits | None = None
     announcer: PostAnnouncer | None = None

@@ -432,6 +432,29 @@ MIGRATIONS: list[tuple[int, str]] = [
                                               ELSE senders || '#full' || char(9) END
         """,
     ),
+    (
+        17,
+        """
+        -- Queued fact extractions (store/extraction_jobs.py), kept so that one not yet run when
+        -- its process closes runs when the store is next opened: one row per (tenant, scope,
+        -- thread), naming what to read again (world key, agent, chat), the request's token,
+        -- the process that will run it ('' once handed back) and when it was due. (IF NOT
+        -- EXISTS: a test of an earlier migration runs it again, as a store rolled back might.)
+        CREATE TABLE IF NOT EXISTS extraction_jobs (
+            tenant      TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            thread      TEXT NOT NULL,
+            world_id    TEXT NOT NULL COLLATE NOCASE,
+            agent_id    TEXT NOT NULL COLLATE NOCASE,
+            chat_id     TEXT NOT NULL DEFAULT '',
+            token       TEXT NOT NULL UNIQUE,
+            owner       TEXT NOT NULL DEFAULT '',
+            due_at      REAL NOT NULL,
+            queued_at   REAL NOT NULL,
+            PRIMARY KEY (tenant, scope, thread)
+        );
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
