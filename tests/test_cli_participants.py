@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from recall import Recall
 from recall.cli import app
 from tests.test_cli import db, recall, runner  # noqa: F401  (the `db` fixture: world w, agent-a, agent-b, maria)
 
@@ -71,3 +72,12 @@ def test_the_recalled_past_from_the_cli(db: Path) -> None:  # noqa: F811
     scoped = json.loads(recall(db, "agent", "update", "w", "agent-a", "--recalled-scope", "chat"))
     assert scoped["recalled_scope"] == "chat"
     assert "recalled_cutoff" in recall(db, "agent", "update", "w", "agent-a", "--recalled-cutoff", "2", ok=False)
+
+
+def test_world_create_exist_ok_runs_again(db: Path) -> None:  # noqa: F811
+    refused = recall(db, "world", "create", "w", ok=False)
+    assert "already exists" in refused and "--exist-ok" in refused
+    assert "exists already" in recall(db, "world", "create", "w", "--exist-ok", "--name", "other")
+    assert "created world x" in recall(db, "world", "create", "x", "--exist-ok")
+    with Recall(db) as mem:
+        assert mem.world("w").name == "w"  # left unchanged

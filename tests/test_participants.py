@@ -75,3 +75,20 @@ def test_exist_ok_lets_a_script_run_again(mem: Recall) -> None:
         world.add_agent("maria", exist_ok=True)
     with pytest.raises(ConflictError, match="agent 'helper'"):
         world.add_human("helper", exist_ok=True)
+
+
+def test_a_conflict_says_how_a_script_runs_again(mem: Recall) -> None:
+    """The README's first snippet run a second time: the error names the way out (issue 44)."""
+    world = mem.world("w", create=True)
+    world.add_agent("helper")
+    with pytest.raises(ConflictError, match=r"agent 'helper' already exists in world 'w': pass exist_ok=True"):
+        world.add_agent("helper")
+    world.add_human("maria")
+    with pytest.raises(ConflictError, match="exist_ok=True"):
+        world.add_human("maria")
+    # Where exist_ok would not help (a human of that id), the error does not suggest it.
+    with pytest.raises(ConflictError, match="human 'maria' already exists") as taken:
+        world.add_agent("maria")
+    assert "exist_ok" not in str(taken.value) and "another id" in str(taken.value)
+    with pytest.raises(ConflictError, match=r"world 'w' already exists: to use it, open it \(Recall.world\('w'"):
+        mem.create_world("w")

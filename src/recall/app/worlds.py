@@ -256,7 +256,14 @@ class Worlds:
         if existing is not None:
             if exist_ok and existing.kind == kind:
                 return existing  # as it is: `update_agent` changes a profile
-            raise ConflictError(f"{existing.kind} {existing.id!r} already exists in world {world.id!r}")
+            taken = f"{existing.kind} {existing.id!r} already exists in world {world.id!r}"
+            if existing.kind != kind:
+                raise ConflictError(f"{taken}: a {kind} needs another id")
+            # The usual cause is a setup script run a second time: say how it runs again.
+            raise ConflictError(
+                f"{taken}: pass exist_ok=True to get the one there unchanged "
+                "(`--exist-ok` in the CLI, `?exist_ok=true` over HTTP)"
+            )
         record = ParticipantRecord(world.key, participant_id, kind, datetime.now(UTC), profile)
         try:
             return self.store.add_participant(record)

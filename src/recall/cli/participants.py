@@ -12,10 +12,13 @@ from rich.text import Text
 from recall.app.worlds import profile_settings
 from recall.cli.help_format import App
 from recall.cli.shared import JsonFlag, open_recall, out, print_json, print_json_lines, tenant
+from recall.errors import ConflictError
 
 world_app = App(help="Create, list and delete worlds.", no_args_is_help=True)
 agent_app = App(help="Register, list, show, change, delete and run agents.", no_args_is_help=True)
 human_app = App(help="Register, list and delete (or erase) humans.", no_args_is_help=True)
+
+ExistOkFlag = Annotated[bool, typer.Option("--exist-ok", help="No error if it exists already (left unchanged).")]
 
 
 @world_app.command("create")
@@ -23,10 +26,17 @@ def world_create(
     world: str,
     name: Annotated[str | None, typer.Option(help="Display name.")] = None,
     turn_limit: Annotated[int | None, typer.Option(help="LLM calls per agent before a human must step in.")] = None,
+    exist_ok: ExistOkFlag = False,
 ) -> None:
     """Create a world."""
     with open_recall(create=True) as mem:
-        created = mem.create_world(world, name=name, turn_limit=turn_limit, tenant=tenant() or "")
+        try:
+            created = mem.create_world(world, name=name, turn_limit=turn_limit, tenant=tenant() or "")
+        except ConflictError:
+            if not exist_ok:
+                raise
+            out.print(Text.assemble("world ", (world, "bold"), " exists already (left unchanged)"))
+            return
         out.print(Text.assemble("created world ", (created.id, "bold")))
 
 
@@ -50,7 +60,6 @@ def world_list() -> None:
 
 
 #: Re-running a setup script: a participant already there is left as it is, not an error.
-ExistOkFlag = Annotated[bool, typer.Option("--exist-ok", help="No error if it exists already (left unchanged).")]
 
 
 class ContextFilterOption(StrEnum):

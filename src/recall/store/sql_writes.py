@@ -168,7 +168,11 @@ class SQLWrites(SQLReads):
         with self._write() as db:
             self._lock_worlds(db)
             if self._execute(db, "SELECT 1 FROM worlds WHERE tenant = ? AND id = ?", (tenant, world_id)).fetchone():
-                raise ConflictError(f"world {world_id!r} already exists")
+                # Says how to get the world instead, so a setup script that runs twice is easy to fix.
+                raise ConflictError(
+                    f"world {world_id!r} already exists: to use it, open it (Recall.world({world_id!r}, "
+                    "create=True) creates it only when missing; `recall world create --exist-ok`)"
+                )
             key = new_world_key(
                 world_id,
                 tenant,
