@@ -1,4 +1,4 @@
-"""Issue 44, point 9 over REST and the CLI: a world's search finds its people's facts, and a
+"""Issue 44, point 9 over REST, MCP and the CLI: a world's search finds its people's facts, and a
 misspelt world or agent id is a 404 (exit 1) naming the close ids of the caller's own."""
 
 from __future__ import annotations
@@ -6,11 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
+from mcp import Client
 from typer.testing import CliRunner
 
 from recall import Recall, Settings
 from recall.cli import app
+from recall.server.inbox import Notifier
+from recall.server.mcp import build_mcp_server
 from tests.server.conftest import LiveServer
+from tests.server.test_mcp import make_world, ok, text
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 def test_rest_world_search_finds_the_facts_of_its_people(client: httpx.Client) -> None:
@@ -52,3 +62,17 @@ def test_cli_names_the_close_ids(tmp_path: Path) -> None:
     assert world.exit_code == 1 and "did you mean 'support'?" in world.output, world.output
     agent = runner.invoke(app, ["--db", str(db), "agent", "show", "support", "triag"])
     assert agent.exit_code == 1 and "did you mean 'triage'?" in agent.output, agent.output
+
+
+@pytest.mark.anyio
+async def test_mcp_search_finds_people_facts_and_names_close_agents(tmp_path: Path) -> None:
+    with Recall(tmp_path / "recall.db", Settings()) as mem:
+        make_world(mem)
+        mem.scope("user:maria").add("Drinks only green tea")
+        async with Client(build_mcp_server(mem.service, Notifier(), world="w", agent="agent-a")) as client:
+            found = ok(await client.call_tool("search", {"query": "green tea", "kinds": ["fact"]}))["results"]
+            assert [(h["scope"], h["text"]) for h in found] == [("user:maria", "Drinks only green tea")]
+            misspelt = await client.call_tool("context", {"agent": "agent-aa"})
+            assert misspelt.is_error and "unknown agent 'agent-aa' in world 'w' (did you mean 'agent-a'" in text(
+                misspelt
+            )

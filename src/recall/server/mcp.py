@@ -273,8 +273,9 @@ def build_mcp_server(
         ] = None,
     ) -> dict[str, Any]:
         """Search what the agent may see in its world: messages, the shared and its own memories, and
-        facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}, best
-        first; score is the hit's relevance, 0..1."""
+        facts (the world's, its own and its people's). Returns {results: [{kind, source_id, score, text,
+        scope, chat_id, sender, created_at, …}]}, best first; score is the hit's relevance, 0..1; scope
+        says whose a fact is (user:ID, agent:WORLD/AGENT, world:ID)."""
         with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             results = service.searcher.search(
