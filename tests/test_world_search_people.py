@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from recall import Recall, Settings
+from recall.app.people_facts import MAX_PEOPLE
 from recall.errors import NotFoundError, UnknownParticipantError, UnknownWorldError
 
 
@@ -40,6 +41,20 @@ def test_world_search_finds_the_facts_of_its_people(open_on_store: Callable[[Set
     # An agent's search sees the people's facts too; a filter facts never pass leaves them out.
     assert "user:maria" in {h.scope for h in world.agent("triage").search("green tea")}
     assert all(h.kind != "fact" for h in world.search("green tea", chat="default"))
+
+
+def test_a_world_of_many_people_searches_those_whose_facts_share_a_word(
+    open_on_store: Callable[[Settings], Recall],
+) -> None:
+    mem = open_on_store(Settings())
+    world = mem.world("shop", create=True)
+    for i in range(MAX_PEOPLE + 4):
+        world.add_human(f"customer-{i}")
+        mem.scope(f"user:customer-{i}").add(f"Prefers delivery on day {i}")
+    world.add_human("zoe")
+    mem.scope("user:zoe").add("Allergic to peanuts")
+    found = [(h.scope, h.text) for h in world.search("peanuts allergy", kinds=["fact"], k=3)]
+    assert found[0] == ("user:zoe", "Allergic to peanuts")
 
 
 def test_a_misspelt_world_or_agent_id_names_the_close_ones(open_on_store: Callable[[Settings], Recall]) -> None:

@@ -207,7 +207,7 @@ class Searcher:
         # A world's search finds its humans' facts too (they live in the tenant's user spaces),
         # unless a filter only messages and memories pass is set.
         if resolved_key and "fact" in kinds and (chat_id, sender, min_importance, metadata) == (None,) * 4:
-            people = people_scopes(self.worlds, self.worlds.get_world(resolved_key))
+            people = people_scopes(self.worlds, self.worlds.get_world(resolved_key), query)
             hits = with_people_facts(hits, lambda scope: best(k, scope, ("fact",)), people, k)
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
 
