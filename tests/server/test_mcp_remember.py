@@ -103,5 +103,7 @@ async def test_the_key_form_keeps_a_memory_under_a_key_and_reads_older_notes(tmp
 
             shared = await client.call_tool("remember", {"key": "k", "value": 1, "shared": True})
             assert shared.is_error and "shared" in text(shared)
+            keyless = await client.call_tool("remember", {"content": "x", "value": 1})
+            assert keyless.is_error and "key: a value is kept under a key" in text(keyless)
             nothing = await client.call_tool("remember", {})
             assert nothing.is_error and "content: say what to remember" in text(nothing)

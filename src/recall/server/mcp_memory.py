@@ -69,7 +69,8 @@ def add_memory_tools(server: MCPServer[Any], gate: ToolCaller, service: RecallSe
     ) -> dict[str, Any]:
         with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
-            kept = value if key is not None and (value is not None or content is None) else NO_VALUE
+            # A null value is a value only in the key form without content (the older call).
+            kept = value if value is not None or (key is not None and content is None) else NO_VALUE
             return remembering.remember(
                 world_id, agent_id, content, importance=importance, shared=shared, ttl=ttl, key=key, value=kept
             )
