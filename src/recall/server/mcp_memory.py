@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from recall.app.memories import MAX_NOTE_CHARS, memory_changes
 from recall.app.remembering import NO_VALUE, Remembering
@@ -26,9 +27,8 @@ from recall.server.schemas import MAX_TTL_SECONDS
 
 #: What every tool of this module says reaches the context, once.
 IN_CONTEXT = (
-    "Memories reach the agent's context: every context built for it (the `context` tool, a `messages` check"
-    " with include_context) shows, in its long-term memories block, those relevant to the conversation, or"
-    " the most important when none is."
+    "Every context of the agent built after (context, messages check) shows its memories relevant to the"
+    " conversation, or the most important."
 )
 
 
@@ -36,10 +36,9 @@ def add_memory_tools(server: MCPServer[Any], gate: ToolCaller, service: RecallSe
     """Register remember, recall, forget and memories on `server` (`World` and `Agent`: the
     annotated argument types of the world and agent a call acts on)."""
     remembering = Remembering(service.store, service.memories, service.agent_state)
-    OldKey = Annotated[
-        str | None,
-        Field(description="Deprecated: the key of a value kept by the older key-value form", max_length=200),
-    ]
+    # The older key form's arguments are accepted but left out of the tools' schemas: no model
+    # should pick them, and each advertised argument costs every conversation tokens.
+    OldKey = Annotated[SkipJsonSchema[str | None], Field(max_length=200)]
     Ttl = Annotated[
         float | None,
         Field(description="Seconds until it expires and is deleted (default: never)", gt=0, le=MAX_TTL_SECONDS),
@@ -47,25 +46,25 @@ def add_memory_tools(server: MCPServer[Any], gate: ToolCaller, service: RecallSe
 
     @server.tool(
         name="remember",
-        description=f"""Remember something as one of the agent's long-term memories
-(its own; with shared, every agent's of the world). {IN_CONTEXT} Returns the memory; its id is what forget takes.""",
+        description=f"Keep a long-term memory of the agent (its own, or shared in the world). {IN_CONTEXT}"
+        " Returns the memory (its id is what forget takes).",
     )
     def remember(
         ctx: ToolContext,
         content: Annotated[
             str | None,
             Field(
-                description="What to remember, as the agent should read it: 'Maria is a VIP customer'",
+                description="What to remember, e.g. 'Maria is a VIP customer'",
                 max_length=MAX_NOTE_CHARS,
             ),
         ] = None,
         importance: Annotated[int, Field(description="1 (trivia) to 10 (crucial)", ge=1, le=10)] = 5,
-        shared: Annotated[bool, Field(description="Shared with every agent of the world, not the agent's own")] = False,
+        shared: Annotated[bool, Field(description="Shared with every agent of the world")] = False,
         ttl: Ttl = None,
         world: World = None,
         agent: Agent = None,
         key: OldKey = None,
-        value: Annotated[Any, Field(description="Deprecated, with key: a JSON value kept under the key")] = None,
+        value: SkipJsonSchema[Any] = None,
     ) -> dict[str, Any]:
         with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
@@ -77,9 +76,8 @@ def add_memory_tools(server: MCPServer[Any], gate: ToolCaller, service: RecallSe
 
     @server.tool(
         name="recall",
-        description=f"""Search the agent's long-term memories (its own and the
-world's shared ones) for `query`: {{results: [{{kind, source_id, score, text, …}}]}}, best first; source_id is
-the memory's id. {IN_CONTEXT} The search tool also finds messages and facts.""",
+        description="Search the memories remember keeps (the agent's and the world's shared ones, which its"
+        " contexts show): {results: [{source_id, score, text, …}]}, best first; source_id is the memory's id.",
     )
     def recall(
         ctx: ToolContext,
@@ -107,9 +105,8 @@ the memory's id. {IN_CONTEXT} The search tool also finds messages and facts.""",
 
     @server.tool(
         name="forget",
-        description="""Delete one of the agent's own long-term memories, by the id
-remember returned (or recall's source_id); it leaves the agent's context. {forgotten: false} when it has no
-memory of that id; a shared memory is refused.""",
+        description="Delete one of the agent's own memories by id; its contexts no longer show it."
+        " {forgotten: false} when it has none of that id.",
     )
     def forget(
         ctx: ToolContext,
@@ -153,10 +150,9 @@ memory of that id; a shared memory is refused.""",
         ] = None,
         clear_expiry: Annotated[bool, Field(description="update: it never expires")] = False,
     ) -> dict[str, Any]:
-        """The agent's long-term memories, as remember keeps them: add one (private unless shared;
-        with ttl or expires_at it expires), list its own and the world's shared ones (most important
-        first), update one of its own in place (what is given changes), or delete one of its own.
-        Memories reach the agent's context (its long-term memories block) when relevant, or most important."""
+        """The agent's long-term memories (what remember keeps; its contexts show the relevant ones): add one
+        (private unless shared; with ttl or expires_at it expires), list its own and the world's shared ones
+        (most important first), update one of its own in place (what is given changes), or delete one of its own."""
         with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             memory = service.memories
