@@ -8,6 +8,10 @@ on the type and show the message as it is. HTTP statuses: InvalidInputError 422,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from recall.suggest import did_you_mean
+
 
 class RecallError(Exception):
     """Base class of every error recall raises on purpose."""
@@ -26,11 +30,20 @@ class NotFoundError(RecallError, LookupError):
     """A world, participant or message the caller named does not exist."""
 
 
+def _close(suggestions: Sequence[str]) -> str:
+    """' (did you mean 'a'?)' for the close ids of a misspelt one, or ''."""
+    return f" ({did_you_mean(suggestions)})" if suggestions else ""
+
+
 class UnknownWorldError(NotFoundError):
-    def __init__(self, world_id: str) -> None:
+    """`suggestions`: the caller's world ids closest to the one it named, when it was looked up by
+    the id a caller typed (`Worlds.resolve_world`)."""
+
+    def __init__(self, world_id: str, suggestions: Sequence[str] = ()) -> None:
         self.world_id = world_id
+        self.suggestions = list(suggestions)
         super().__init__(
-            f"unknown world {world_id!r}: create it first "
+            f"unknown world {world_id!r}{_close(suggestions)}: create it first "
             f"(Recall.world({world_id!r}, create=True) or `recall world create {world_id}`)"
         )
 
@@ -48,11 +61,16 @@ class AmbiguousWorldError(RecallError):
 
 
 class UnknownParticipantError(NotFoundError):
-    def __init__(self, world_id: str, participant_id: str, kind: str = "participant") -> None:
+    """`suggestions`: the world's ids of that kind closest to the one named."""
+
+    def __init__(
+        self, world_id: str, participant_id: str, kind: str = "participant", suggestions: Sequence[str] = ()
+    ) -> None:
         self.world_id = world_id
         self.participant_id = participant_id
+        self.suggestions = list(suggestions)
         super().__init__(
-            f"unknown {kind} {participant_id!r} in world {world_id!r}: register it first "
+            f"unknown {kind} {participant_id!r} in world {world_id!r}{_close(suggestions)}: register it first "
             f"(world.add_agent(...) / world.add_human(...), or `recall agent add` / `recall human add`)"
         )
 

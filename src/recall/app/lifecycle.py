@@ -27,6 +27,7 @@ from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, NotFoundError, UnknownParticipantError, UnknownWorldError
 from recall.store.base import ParticipantRecord, Store, WorldRecord
 from recall.store.world_records import FactScopes, Removed
+from recall.suggest import close_matches
 
 if TYPE_CHECKING:
     from recall.app.calls import CallLog
@@ -85,7 +86,9 @@ class Lifecycle:
             raise InvalidInputError("erase", f"must be true or false, got {erase!r}")
         record = self.store.get_participant(world.key, participant_id) if could_be_stored(participant_id) else None
         if record is None or (kind is not None and record.kind != kind):
-            raise UnknownParticipantError(world.id, str(participant_id), kind or "participant")
+            people = [p.id for p in self.worlds.participants(world.key) if kind is None or p.kind == kind]
+            close = close_matches(str(participant_id), people)
+            raise UnknownParticipantError(world.id, str(participant_id), kind or "participant", close)
         scopes: tuple[str, ...]
         if record.kind == "agent":
             scopes = (f"agent:{world.id.lower()}/{record.id.lower()}",)

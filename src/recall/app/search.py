@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from recall.app.facts import Facts
+from recall.app.people_facts import fact_scope, people_scopes, with_people_facts
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, UnknownWorldError
 from recall.search.metadata import parse as parse_metadata
@@ -52,6 +53,8 @@ class SearchResult:
     method: str = "hybrid"
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    #: Whose fact a fact is: 'user:ID', 'agent:WORLD/AGENT' or 'world:ID' (None for the rest).
+    scope: str | None = None
 
     @classmethod
     def of(cls, hit: SearchHit) -> SearchResult:
@@ -69,6 +72,7 @@ class SearchResult:
             hit.method,
             hit.bm25_rank,
             hit.vector_rank,
+            fact_scope(hit.space, hit.owner) if hit.kind == "fact" else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +90,7 @@ class SearchResult:
             "method": self.method,
             "keyword_rank": self.keyword_rank,
             "vector_rank": self.vector_rank,
+            "scope": self.scope,
         }
 
 
@@ -148,7 +153,8 @@ class Searcher:
         metadata: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> list[SearchResult]:
-        """Search a world (by its key: messages, memories, facts) or a user scope (`user:ID`,
+        """Search a world (by its key: messages, memories, the facts of the world, its agents and
+        its humans) or a user scope (`user:ID`,
         its facts) of `tenant`: the `k` best hits, those scoring under `min_score` left out.
 
         With `agent`, only what that agent may see: shared items and its own private ones. With
@@ -179,11 +185,11 @@ class Searcher:
             self.copy_new_messages()
         index = self.index
 
-        def best(depth: int) -> list[SearchHit]:
+        def best(depth: int, space: str = resolved, kinds: Sequence[str] = kinds) -> list[SearchHit]:
             return index.search(
                 query,
                 tenant=tenant,
-                space=resolved,
+                space=space,
                 kinds=kinds,
                 k=depth,
                 method=method,  # type: ignore[arg-type]  # checked against SEARCH_METHODS above
@@ -198,6 +204,11 @@ class Searcher:
             )
 
         hits = best(k) if agent is None or "message" not in kinds else self._heard(resolved_key, agent, best, k)
+        # A world's search finds its humans' facts too (they live in the tenant's user spaces),
+        # unless a filter only messages and memories pass is set.
+        if resolved_key and "fact" in kinds and (chat_id, sender, min_importance, metadata) == (None,) * 4:
+            people = people_scopes(self.worlds, self.worlds.get_world(resolved_key), query)
+            hits = with_people_facts(hits, lambda scope: best(k, scope, ("fact",)), people, k)
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
 
     def _heard(self, world_key: str, agent: str, best: Callable[[int], list[SearchHit]], k: int) -> list[SearchHit]:

@@ -32,6 +32,7 @@ from recall.errors import (
     UnknownWorldError,
 )
 from recall.store.base import ParticipantRecord, Store, WorldRecord
+from recall.suggest import close_matches
 
 _V = TypeVar("_V")
 _PROFILE_FIELDS = {f.name for f in fields(AgentProfile)} - {"id"}
@@ -217,7 +218,9 @@ class Worlds:
         generation = self._generation
         found = self.store.find_worlds(world_id, tenant)
         if not found:
-            raise UnknownWorldError(world_id)
+            # Close ids among the caller's own worlds only: another tenant's are never named.
+            known = [w.id for w in self.store.list_worlds(tenant)]
+            raise UnknownWorldError(world_id, close_matches(world_id, known))
         if len(found) > 1:
             raise AmbiguousWorldError(world_id, len(found))
         world = found[0]
@@ -299,7 +302,8 @@ class Worlds:
         world = self.get_world(world_id)
         profile = self.roster(world.key).profiles.get(agent_id.lower()) if isinstance(agent_id, str) else None
         if profile is None:
-            raise UnknownParticipantError(world.id, str(agent_id), "agent")
+            agents = self.roster(world.key).agents
+            raise UnknownParticipantError(world.id, str(agent_id), "agent", close_matches(str(agent_id), agents))
         return profile
 
     def agent_in(self, world_id: str, agent_id: str) -> tuple[str, str]:

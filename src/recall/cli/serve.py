@@ -97,7 +97,7 @@ def mcp(
     world: Annotated[str | None, typer.Option(help="World the tools act on when a call names none.")] = None,
     agent: Annotated[str | None, typer.Option(help="Agent the tools act as when a call names none.")] = None,
 ) -> None:
-    """Serve the MCP tools (messages, context, notes, facts, memories, search) over stdio."""
+    """Serve the MCP tools (messages, context, remember, recall, forget, facts, memories, search) over stdio."""
     import anyio
 
     from recall.server.mcp import run_stdio

@@ -14,7 +14,6 @@ in search, and in the agents' recall contexts.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
@@ -31,6 +30,7 @@ from recall.errors import (
     UnknownWorldError,
 )
 from recall.limits import MAX_ID, MAX_MEMORY_KEY
+from recall.suggest import close_matches, hint
 
 #: The most messages read per page when an adapter walks a chat from its end.
 PAGE = 1000
@@ -38,27 +38,6 @@ PAGE = 1000
 FIRST_PAGE = 32
 #: Hidden messages a read passes over in the database, at most (the newest of them).
 MAX_EXCLUDED = 500
-#: Ids a did-you-mean names at most, and ids an error lists when none is close.
-_MATCHES = 3
-_LISTED = 10
-
-
-def close_matches(name: str, known: Iterable[str]) -> list[str]:
-    """The ids of `known` closest to `name` (ids are compared without regard to case), best first."""
-    by_lower = {k.lower(): k for k in known}
-    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=_MATCHES)]
-
-
-def _hint(name: str, known: list[str], what: str) -> str:
-    """`did you mean ...?`, else the ids there are (or that there are none)."""
-    close = close_matches(name, known)
-    if close:
-        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
-    if not known:
-        return f"there are no {what} yet"
-    listed = sorted(known, key=str.lower)
-    more = f", ... ({len(listed)} in all)" if len(listed) > _LISTED else ""
-    return f"the {what} are " + ", ".join(repr(k) for k in listed[:_LISTED]) + more
 
 
 class UnknownWorldNameError(UnknownWorldError):
@@ -70,7 +49,7 @@ class UnknownWorldNameError(UnknownWorldError):
         ids = list(known)
         self.suggestions = close_matches(world_id, ids)
         self.args = (
-            f"unknown world {world_id!r}: {_hint(world_id, ids, 'worlds')} (create=True creates a world {world_id!r})",
+            f"unknown world {world_id!r}: {hint(world_id, ids, 'worlds')} (create=True creates a world {world_id!r})",
         )
 
 
@@ -83,7 +62,7 @@ class UnknownParticipantNameError(UnknownParticipantError):
         ids = list(known)
         self.suggestions = close_matches(participant_id, ids)
         self.args = (
-            f"unknown {kind} {participant_id!r} in world {world.id!r}: {_hint(participant_id, ids, kind + 's')} "
+            f"unknown {kind} {participant_id!r} in world {world.id!r}: {hint(participant_id, ids, kind + 's')} "
             f"(create=True registers {participant_id!r} as {'an' if kind[0] in 'aeiou' else 'a'} {kind} of the world)",
         )
 
@@ -123,7 +102,7 @@ def ensure_agent(world: World, agent_id: str, create: bool = False) -> Agent:
                 raise InvalidInputError(
                     "agent",
                     f"{agent_id!r} is a {participant.kind} of world {world.id!r}, not an agent: "
-                    f"{_hint(agent_id, agents, 'agents') if agents else 'the world has no agents yet'}"
+                    f"{hint(agent_id, agents, 'agents') if agents else 'the world has no agents yet'}"
                     " (a human is the `human=` of an adapter)",
                 )
             return world.agent(participant.id)

@@ -14,94 +14,35 @@ registration, and the argument types are built inside `build_mcp_server` (their 
 name the command's default world and agent), which string annotations could not resolve.
 """
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from anyio import to_thread
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from recall import __version__
-from recall.app.gate import Gate, Principal
-from recall.app.memories import memory_changes
 from recall.app.service import RecallService
 from recall.app.validation import MAX_CONTEXT_TOKENS
-from recall.errors import RecallError
 from recall.server import views
 from recall.server.deps import KeyRing
 from recall.server.inbox import MAX_WAIT_SECONDS, InboxChecks, InboxQuery, Notifier, run_check
 from recall.server.mcp_answers import Answer, answer
+from recall.server.mcp_caller import ToolCaller, ToolContext, as_tool_error
+from recall.server.mcp_memory import add_memory_tools
 from recall.server.ratelimit import RateLimiter
-from recall.server.schemas import MAX_TTL_SECONDS
-from recall.store.base import WorldRecord
 
 INSTRUCTIONS = (
     "recall keeps everything each participant of a world heard. As an agent: call `messages` with "
     "action='check' (wait=true to long-poll) for messages addressed to you, `context` for the model-ready "
-    "context of a chat, `messages` with action='send' to reply, remember/recall/forget for your private "
-    "key-value memory, `facts` for what is known about a user, an agent or the world, `memories` for long-term "
-    "notes, and `search` to find earlier messages, memories and facts."
+    "context of a chat, `messages` with action='send' to reply. What you `remember` is a long-term memory "
+    "that your contexts show when relevant (`recall` searches them, `forget` deletes one, `memories` lists and "
+    "edits them); `facts` are what is known about a user, an agent or the world, also shown in your contexts; "
+    "`search` finds earlier messages, memories and facts."
 )
 
 #: How often a waiting check over stdio looks at the store for posts by other processes.
 STDIO_POLL_SECONDS = 1.0
-
-#: Errors whose message is meant for the caller; anything else is a bug and stays hidden.
-_CALLER_ERRORS = (RecallError,)
-
-ToolContext = Context[Any, Any]
-
-
-@contextmanager
-def _as_tool_error() -> Iterator[None]:
-    """Turn recall's typed errors into tool errors the client sees with the same message."""
-    try:
-        yield
-    except _CALLER_ERRORS as exc:
-        raise ToolError(str(exc)) from exc
-
-
-@dataclass
-class _ToolCaller:
-    """The caller of a tool and the defaults it acts on; what it may do is `app/gate.py`'s."""
-
-    service: RecallService
-    #: The HTTP server's keys; none over stdio.
-    keys: KeyRing = field(default_factory=lambda: KeyRing(()))
-    limiter: RateLimiter | None = None
-    world: str | None = None
-    agent: str | None = None
-    #: The tenant of `world` (and of worlds calls name) when there are no keys; None: any.
-    tenant: str | None = None
-
-    def _principal(self, ctx: ToolContext) -> Principal:
-        return self.keys.principal((ctx.headers or {}).get("authorization"), self.tenant)
-
-    def enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[str, str]:
-        """The (world key, agent id) the call acts on, once the caller may act as that agent."""
-        record, agent_id = self._enter(ctx, world, agent)
-        return record.key, agent_id
-
-    def _enter(self, ctx: ToolContext, world: str | None, agent: str | None) -> tuple[WorldRecord, str]:
-        who = self._principal(ctx)
-        world = world or self.world
-        # A key bound to an agent acts as that agent unless the call names one.
-        agent = agent or self.agent or who.agent
-        if not world:
-            raise ToolError("world: name the world (no default world was configured)")
-        if not agent:
-            raise ToolError("agent: name the agent to act as (no default agent was configured)")
-        return Gate(self.service, self.limiter).agent(who, world, agent)
-
-    def scope(self, ctx: ToolContext, scope: str, world: str | None, agent: str | None) -> tuple[str, str]:
-        """(canonical scope, tenant) of a facts call: the caller acts as its agent, which reaches
-        user and world scopes and its own agent scope, never another agent's."""
-        acting = self._enter(ctx, world, agent)
-        return Gate(self.service).scope(self._principal(ctx), scope, acting)
 
 
 def build_mcp_server(
@@ -115,7 +56,8 @@ def build_mcp_server(
     poll_interval: float | None = None,
     tenant: str | None = None,
 ) -> MCPServer[Any]:
-    """An MCP server with the tools messages, context, remember, recall and forget.
+    """An MCP server with the tools messages, context, remember, recall, forget, facts, memories
+    and search.
 
     `keys` and `limiter` are the HTTP server's (None on stdio); `world` and `agent` are what
     the tools act on when a call leaves them out, and without keys `tenant` is whose worlds
@@ -123,7 +65,7 @@ def build_mcp_server(
     with `poll_interval` a waiting check also looks again every that many seconds, for posts
     that reach the store without passing this process's notifier.
     """
-    gate = _ToolCaller(service, keys or KeyRing(()), limiter, world, agent, tenant)
+    gate = ToolCaller(service, keys or KeyRing(()), limiter, world, agent, tenant)
     checks = InboxChecks(service)  # the checks one post wakes run together
     server: MCPServer[Any] = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
@@ -170,7 +112,7 @@ def build_mcp_server(
 
         check returns {new_mentions, context, context_metadata}: the new messages to answer, oldest first.
         send returns {message_id, timestamp, mentions, thread_id, chat_id}."""
-        with _as_tool_error():
+        with as_tool_error():
             world_id, agent_id = await to_thread.run_sync(gate.enter, ctx, world, agent)
             if action == "send":
                 message = await to_thread.run_sync(
@@ -220,7 +162,7 @@ def build_mcp_server(
         """The context for the agent's next model call in a chat, with a report of what was left out and why.
 
         Returns {messages, report}, plus {system} for the anthropic format and {call_id} when recorded."""
-        with _as_tool_error():
+        with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             built = service.contexts.build_context(
                 world_id,
@@ -235,36 +177,6 @@ def build_mcp_server(
             if record:
                 built = service.calls.record(built, "mcp")
             return answer(views.context(built, format), shrink="a smaller max_tokens")
-
-    Key = Annotated[str, Field(description="The memory's key", min_length=1, max_length=200)]
-
-    @server.tool(name="remember")
-    def remember(
-        ctx: ToolContext,
-        key: Key,
-        value: Annotated[Any, Field(description="Any JSON value")],
-        ttl: Annotated[float | None, Field(description="Seconds until it expires (default: never)", gt=0)] = None,
-        world: World = None,
-        agent: Agent = None,
-    ) -> dict[str, Any]:
-        """Keep a value under a key in the agent's private memory (replaces what was there)."""
-        with _as_tool_error():
-            world_id, agent_id = gate.enter(ctx, world, agent)
-            return service.agent_state.remember(world_id, agent_id, key, value, ttl).to_dict()
-
-    @server.tool(name="recall")
-    def recall_value(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
-        """The value the agent keeps under a key; an error when it was never set, forgotten or expired."""
-        with _as_tool_error():
-            world_id, agent_id = gate.enter(ctx, world, agent)
-            return service.agent_state.recall_note(world_id, agent_id, key).to_dict()
-
-    @server.tool(name="forget")
-    def forget(ctx: ToolContext, key: Key, world: World = None, agent: Agent = None) -> dict[str, Any]:
-        """Remove the agent's value under a key; {forgotten: false} when there was none."""
-        with _as_tool_error():
-            world_id, agent_id = gate.enter(ctx, world, agent)
-            return views.forgotten(service.agent_state.forget(world_id, agent_id, key))
 
     Scope = Annotated[
         str,
@@ -302,7 +214,7 @@ def build_mcp_server(
         """Read and change the facts of a scope (a user, an agent, a world) and its summary sections.
 
         list returns {facts, sections}; add/update return the fact; export returns JSON that import takes."""
-        with _as_tool_error():
+        with as_tool_error():
             canonical, tenant = gate.scope(ctx, scope, world, agent)
             facts = service.facts
             fields = {
@@ -329,66 +241,7 @@ def build_mcp_server(
                 return facts.import_facts(canonical, data or {}, replace, tenant)
             return facts.set_sections(canonical, sections or {}, tenant)
 
-    @server.tool(name="memories")
-    def memories(
-        ctx: ToolContext,
-        action: Annotated[Literal["add", "list", "update", "delete"], Field(description="What to do")],
-        world: World = None,
-        agent: Agent = None,
-        content: Annotated[
-            str | None, Field(description="add: what to remember; update: its new text", max_length=20_000)
-        ] = None,
-        type: Annotated[
-            str | None, Field(description="add, update: a kind of memory, e.g. note, episode, preference (add: note)")
-        ] = None,
-        importance: Annotated[
-            int | None, Field(description="add, update: 1 (trivia) to 10 (crucial) (add: 5)", ge=1, le=10)
-        ] = None,
-        shared: Annotated[bool, Field(description="add: shared with every agent of the world, not private")] = False,
-        min_importance: Annotated[int, Field(description="list: the least importance", ge=1, le=10)] = 1,
-        memory_id: Annotated[int | None, Field(description="update, delete: the memory's id", ge=1)] = None,
-        ttl: Annotated[
-            float | None,
-            Field(description="add, update: seconds until it expires and is deleted", gt=0, le=MAX_TTL_SECONDS),
-        ] = None,
-        expires_at: Annotated[
-            datetime | None, Field(description="add, update: when it expires (ISO 8601), instead of ttl")
-        ] = None,
-        clear_expiry: Annotated[bool, Field(description="update: it never expires")] = False,
-    ) -> dict[str, Any]:
-        """The agent's long-term memories: add one (private unless shared; with ttl or expires_at it
-        expires), list its own and the world's shared ones (most important first), update one of its
-        own in place (what is given changes), or delete one of its own."""
-        with _as_tool_error():
-            world_id, agent_id = gate.enter(ctx, world, agent)
-            memory = service.memories
-            if action == "add":
-                note = memory.add_memory(
-                    world_id,
-                    content or "",
-                    type=type or "note",
-                    importance=5 if importance is None else importance,
-                    agent=None if shared else agent_id,
-                    expires_at=expires_at,
-                    ttl=ttl,
-                )
-                return note.to_dict()
-            if action == "list":
-                return views.memories(memory.list_memories(world_id, agent_id, min_importance))
-            if memory_id is None:
-                raise ToolError(f"memory_id: {action} needs the id of the memory")
-            if action == "update":
-                changes = memory_changes(
-                    content=content,
-                    type=type,
-                    importance=importance,
-                    expires_at=expires_at,
-                    ttl=ttl,
-                    clear_expiry=clear_expiry,
-                )
-                return memory.update_memory(world_id, memory_id, changes, agent=agent_id).to_dict()
-            memory.delete_memory(world_id, memory_id, agent=agent_id)
-            return views.deleted()
+    add_memory_tools(server, gate, service, World, Agent)
 
     @server.tool(name="search")
     def search(
@@ -420,9 +273,10 @@ def build_mcp_server(
         ] = None,
     ) -> dict[str, Any]:
         """Search what the agent may see in its world: messages, the shared and its own memories, and
-        facts. Returns {results: [{kind, source_id, score, text, chat_id, sender, created_at, …}]}, best
-        first; score is the hit's relevance, 0..1."""
-        with _as_tool_error():
+        facts (the world's, its own and its people's). Returns {results: [{kind, source_id, score, text,
+        scope, chat_id, sender, created_at, …}]}, best first; score is the hit's relevance, 0..1; scope
+        says whose a fact is (user:ID, agent:WORLD/AGENT, world:ID)."""
+        with as_tool_error():
             world_id, agent_id = gate.enter(ctx, world, agent)
             results = service.searcher.search(
                 world_id,
