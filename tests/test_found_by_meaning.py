@@ -7,6 +7,9 @@ so no keyword search can find it: only its vector, stored before the write retur
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from recall import Recall, Settings
@@ -70,7 +73,8 @@ def test_a_fact_is_found_by_meaning_as_soon_as_it_is_added(store_location: str) 
 
 def test_the_langgraph_store_finds_what_it_put_by_meaning_at_once(store_location: str) -> None:
     with Recall(store_location, Settings(index_interval=0)) as mem:
-        store = RecallStore(mem, world="lg", create=True, min_score=DOCUMENTED)
+        # fresh_search=False: no refresh_index() before the search; `put` itself embeds.
+        store = RecallStore(mem, world="lg", create=True, min_score=DOCUMENTED, fresh_search=False)
         for n, (text, _) in enumerate(PAIRS):
             store.put(("prefs",), f"pair-{n}", {"text": text})
         for n, text in enumerate(OTHERS):
@@ -106,3 +110,14 @@ def test_calibration_is_monotone_in_similarity_and_keeps_a_higher_relevance(kind
     assert calibrated(kind, 0.55, 0.55, "vector") == similarity_score(0.55)
     # Messages keep the ranking's relevance, fitted on conversations.
     assert calibrated("message", 0.04, 0.55) == 0.04
+
+
+def test_every_min_score_the_docs_show_is_the_one_measured_here() -> None:
+    root = Path(__file__).resolve().parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    shown = {
+        (page.name, float(value))
+        for page in pages
+        for value in re.findall(r"min_score=([0-9.]+)", page.read_text(encoding="utf-8"))
+    }
+    assert shown and {value for _, value in shown} == {DOCUMENTED}, sorted(shown)

@@ -48,6 +48,7 @@ from recall.search.base import (
     similarity,
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
+from recall.search.embed_now import EMBED_MAX_TEXTS as EMBED_MAX_TEXTS  # where it was defined before
 from recall.search.embed_now import embed_rows
 from recall.search.metadata import indexed
 from recall.search.ranking import hybrid_depth, rank, relevance
