@@ -7,7 +7,9 @@ so no keyword search can find it: only its vector, stored before the write retur
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from recall import Recall, Settings
 from recall.integrations.langgraph import RecallStore
 from recall.search.calibration import calibrated, similarity_score
+from recall.search.embeddings import Embedder
 
 #: (stored, a question about it sharing no word with it): pairs of bench/score_calibration.py.
 PAIRS = (
@@ -121,3 +124,29 @@ def test_every_min_score_the_docs_show_is_the_one_measured_here() -> None:
         for value in re.findall(r"min_score=([0-9.]+)", page.read_text(encoding="utf-8"))
     }
     assert shown and {value for _, value in shown} == {DOCUMENTED}, sorted(shown)
+
+
+def test_a_model_failure_keeps_the_memory_and_leaves_its_vector_to_the_indexer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Recall(tmp_path / "r.db", Settings(index_interval=0)) as mem:
+        world = mem.world("w", create=True)
+        index = mem.service.index
+        assert index is not None and index.embedder is not None
+        model: Embedder = index.embedder
+
+        class Down:
+            name, dim = model.name, model.dim
+
+            def embed(self, texts: Sequence[str]) -> object:
+                raise RuntimeError("the model is down")
+
+        monkeypatch.setattr(index, "embedder", Down())
+        with caplog.at_level(logging.WARNING, logger="recall.indexer"):
+            memory = world.add_memory("I only drink green tea")
+        assert "background indexer embeds them" in caplog.text
+        assert [m.id for m in world.memories()] == [memory.id]  # stored, once
+        monkeypatch.setattr(index, "embedder", model)
+        assert index.pending() == 1
+        mem.refresh_index()
+        assert [h.source_id for h in world.search("what beverage do I like?", min_score=DOCUMENTED)] == [memory.id]

@@ -5,7 +5,7 @@ that write returns.
 A memory or fact is searched for by its meaning at once: a question sharing no word with it
 ("what beverage do I like?" for "I only drink green tea") finds no keyword candidate, so until
 its vector is stored nothing finds it. mem0's `add` and LangGraph's `put` embed before they
-return; so do recall's writes of memories and facts (one item: ~5-20 ms of the model). Posted
+return; so do recall's writes of memories and facts (one item: one run of the model). Posted
 messages are not embedded here: posting stays off the model's path (the indexer embeds them,
 and a search embeds the fresh posts its keywords find).
 """
