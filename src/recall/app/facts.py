@@ -182,7 +182,7 @@ class Facts:
                 seen.add(_same(fact.content))
                 fresh.append(fact)
         written = self._change(tenant, canonical, add=fresh, sections=checked_sections, clear=replace)
-        self._index(tenant, written.added)
+        self._index(tenant, written.added, embed=False)
         return {"added": len(written.added), "skipped": len(checked) - len(fresh), "removed": len(written.removed)}
 
     # -- what extraction reads and writes -------------------------------------------------
@@ -207,7 +207,9 @@ class Facts:
 
     # -- the search index -----------------------------------------------------------------
 
-    def _index(self, tenant: str, facts: Iterable[Fact]) -> None:
+    def _index(self, tenant: str, facts: Iterable[Fact], *, embed: bool = True) -> None:
+        """Write facts' search items; with `embed`, their vectors too before this returns (an
+        import of many leaves them to the background indexer)."""
         if self.index is None:
             return
         from recall.search.base import IndexItem
@@ -227,7 +229,11 @@ class Facts:
                 )
             )
         if items:
+            from recall.search.embed_now import embed_now
+
             self.index.add(items)
+            if embed:  # found by its meaning once the write returns
+                embed_now(self.index, "fact", [item.source_id for item in items])
 
     def _unindex(self, ids: Sequence[int]) -> None:
         if self.index is not None and ids:

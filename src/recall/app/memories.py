@@ -1,6 +1,6 @@
 """Long-term memories (`Memory` records): what a world's agents share, or one agent keeps, with an
 importance from 1 to 10; written to the search index as they are stored, and again when they
-change in place.
+change in place, and embedded before the write returns (`search/embed_now.py`).
 
 A memory may expire (`expires_at`, or a `ttl` from now): once past it, it is never returned —
 not listed, not found by a search, not in any context — and it is deleted with its search item
@@ -242,7 +242,10 @@ class Memories:
             ),
         )
         if self.index is not None:
+            from recall.search.embed_now import embed_now  # the search stack loads with the index
+
             self.index.add([_item(world, note)])
+            embed_now(self.index, "memory", [note.id])  # found by its meaning once this returns
         return note
 
     def put_adapter_memories(
@@ -279,7 +282,12 @@ class Memories:
             if index is not None:
                 index.add_in(db, [_item(world, memory) for memory in stored])
 
-        return self.store.put_keyed_memories(world.key, notes, then=reindex)
+        written = self.store.put_keyed_memories(world.key, notes, then=reindex)
+        if index is not None:
+            from recall.search.embed_now import embed_now
+
+            embed_now(index, "memory", [memory.id for memory in written])  # as LangGraph's `put` does
+        return written
 
     def list_memories(
         self, world_id: str, agent: str | None = None, min_importance: int = 1, limit: int = 100
@@ -344,6 +352,10 @@ class Memories:
         stored = self.store.update_memory(world.key, new, then=reindex if searched else None)
         if stored is None:  # deleted meanwhile
             raise UnknownMemoryError(world.id, note_id)
+        if searched and index is not None:
+            from recall.search.embed_now import embed_now
+
+            embed_now(index, "memory", [stored.id])
         return stored
 
     def delete_memory(self, world_id: str, note_id: int, agent: str | None = None) -> None:

@@ -37,8 +37,10 @@ class SearchResult:
     0..1, what the hits are ordered by (`SearchIndex.relevances`: for hybrid, the ranking
     model's probability that it answers the query, as if answers were as common as not; for
     vector, the similarity; for bm25, how much of the query's words it holds, about 1 when it
-    holds each of them). Scores of one method compare across queries: `min_score` keeps
-    the hits at or above one."""
+    holds each of them). A memory's or fact's score is the higher of that and what its
+    similarity says (`search/calibration.py`: a question sharing no word with it scores as a
+    match). Scores of one method compare across queries: `min_score` keeps the hits at or
+    above one."""
 
     kind: str
     source_id: int
@@ -203,12 +205,20 @@ class Searcher:
                 now=now,
             )
 
-        hits = best(k) if agent is None or "message" not in kinds else self._heard(resolved_key, agent, best, k)
+        # Memories' and facts' scores are calibrated (`search/calibration.py`), which may reorder
+        # the hits: a few more are asked for, then the `k` best kept.
+        from recall.search.calibration import calibrate, pool
+
+        depth = pool(k, kinds, method)
+        found = calibrate(
+            best(depth) if agent is None or "message" not in kinds else self._heard(resolved_key, agent, best, depth)
+        )
         # A world's search finds its humans' facts too (they live in the tenant's user spaces),
         # unless a filter only messages and memories pass is set.
         if resolved_key and "fact" in kinds and (chat_id, sender, min_importance, metadata) == (None,) * 4:
             people = people_scopes(self.worlds, self.worlds.get_world(resolved_key), query)
-            hits = with_people_facts(hits, lambda scope: best(k, scope, ("fact",)), people, k)
+            found = with_people_facts(found, lambda scope: calibrate(best(depth, scope, ("fact",))), people, k)
+        hits = found[:k]
         return [SearchResult.of(h) for h in hits if min_score is None or h.score >= min_score]
 
     def _heard(self, world_key: str, agent: str, best: Callable[[int], list[SearchHit]], k: int) -> list[SearchHit]:

@@ -48,8 +48,9 @@ from recall.search.base import (
     similarity,
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
+from recall.search.embed_now import EMBED_MAX_TEXTS as EMBED_MAX_TEXTS  # where it was defined before
+from recall.search.embed_now import embed_rows
 from recall.search.metadata import indexed
-from recall.search.passage_vectors import embed_with_passages, passage_texts, speaker_prefix
 from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
@@ -62,10 +63,6 @@ if TYPE_CHECKING:
 UNEMBEDDED_MAX = 16
 #: Texts whose query-time vectors are kept for the next searches (`FreshVectors`).
 FRESH_VECTORS = 2048
-#: Texts one round of `embed_pending` embeds at most, passages included (the round takes at
-#: least one item): a batch of long replies would otherwise run the model for a minute, and the
-#: index worker checks whether to stop only between rounds.
-EMBED_MAX_TEXTS = 256
 #: Largest embedding dimension accepted (backends write it into their DDL, so it is checked).
 MAX_DIM = 8192
 
@@ -429,38 +426,14 @@ class SearchIndex:
 
     def embed_pending(self, batch: int = 64) -> int:
         """Embed up to `batch` items not embedded yet, oldest first (fewer where long texts' passages
-        reach EMBED_MAX_TEXTS); how many items were stored.
-
-        The model runs outside the store's lock (it takes tens of milliseconds; posts must not
-        wait for it). An item deleted or replaced meanwhile is skipped: its row is gone, or its
-        text is no longer the text that was embedded.
-        """
+        reach EMBED_MAX_TEXTS: `embed_now.embed_rows`); how many items were stored."""
         if self.embedder is None or batch < 1:
             return 0
         found = self._read(
             f"SELECT id, text, kind, sender FROM search_items WHERE {self._backend.not_embedded} ORDER BY id LIMIT ?",
             (int(batch),),
         )
-        if not found:
-            return 0
-        items: list[list[str]] = []
-        total = 0
-        for r in found:  # long texts embed their passages too: at most EMBED_MAX_TEXTS a round
-            texts = passage_texts(str(r[1]), speaker_prefix(str(r[2]), r[3]))
-            total += len(texts)
-            if items and total > EMBED_MAX_TEXTS:
-                break
-            items.append(texts)
-        rows = [(r[0], r[1]) for r in found[: len(items)]]
-        vectors = embed_with_passages(self.embedder, items)
-        with self._store._write() as db:
-            # Storing vectors counts a change (the counter's row) before it updates the items;
-            # a deletion of items updates them before it counts. Without the lock every writer
-            # of items takes first, one of each could wait for the other (PostgreSQL found the
-            # deadlock: a world deleted while its messages were embedded).
-            self._backend.lock_indexing(db)
-            self._record_model(db)
-            return self._backend.store_vectors(db, rows, vectors)
+        return embed_rows(self, found)[1]
 
     def step(self, batch: int = 64) -> int:
         """One bounded round of indexing: copy a batch of new messages, embed a batch of items.
