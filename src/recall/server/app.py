@@ -12,8 +12,6 @@ sleep on futures that posts wake (see `inbox.py`).
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -42,6 +40,7 @@ from recall.server.deps import ServerState
 from recall.server.guard import BodyLimits, RequestGuard
 from recall.server.inbox import MAX_WAIT_SECONDS
 from recall.server.json_body import JsonBody
+from recall.server.other_posts import posts_from_other_processes
 from recall.server.routes import ROUTERS
 from recall.server.schemas import pattern_in_words
 from recall.server.views import error
@@ -63,7 +62,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with _mounted_lifespans(app), _posts_from_other_replicas(state):
+        async with _mounted_lifespans(app), posts_from_other_processes(state):
             yield
 
     app = FastAPI(
@@ -143,32 +142,6 @@ def _plain(status: int, kind: str) -> Callable[[Request, Exception], Any]:
         return error(status, kind, str(exc))
 
     return handle
-
-
-@asynccontextmanager
-async def _posts_from_other_replicas(state: ServerState) -> AsyncIterator[None]:
-    """With a store that announces posts (PostgreSQL), wake this server's long polls for posts
-    made through other servers: the listener thread reads each announced message and hands it to
-    the notifier on the event loop."""
-    loop = asyncio.get_running_loop()
-    stop = threading.Event()
-
-    def on_post(world_id: str, message_ids: list[int] | None) -> None:
-        if message_ids is None:
-            loop.call_soon_threadsafe(state.notifier.notify, world_id, None)
-            return
-        for message_id in message_ids:
-            message = state.service.posting.find_message(world_id, message_id)
-            if message is not None:
-                loop.call_soon_threadsafe(state.notifier.notify, world_id, message)
-
-    thread = state.service.listen_for_posts(on_post, stop)
-    try:
-        yield
-    finally:
-        stop.set()
-        if thread is not None:
-            await asyncio.to_thread(thread.join, 5)
 
 
 @asynccontextmanager

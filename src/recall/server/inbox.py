@@ -28,6 +28,7 @@ from recall.core.models import Message
 from recall.core.routing import responders
 from recall.server import views
 from recall.server.json_body import json_bytes
+from recall.server.recent_posts import RecentPosts
 from recall.server.writer import GroupCommit
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class Notifier:
         self.wakeups = 0
         #: Told how many checks each notification woke (the server's `CrowdHold`).
         self._on_wake = on_wake
+        #: The messages checks were woken with, so another process's look does not repeat them.
+        self.recent = RecentPosts()
 
     def subscribe(self, world_id: str, agent_id: str) -> Waiter:
         self._loop = asyncio.get_running_loop()
@@ -100,7 +103,13 @@ class Notifier:
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(self._wake, world_id, message, delivered_to)
 
+    def has_waiters(self, world_id: str) -> bool:
+        """Whether a check waits in the world (safe from any thread: a lookup)."""
+        return world_id.lower() in self._waiters
+
     def _wake(self, world_id: str, message: Message | None, delivered_to: Collection[str] | None) -> None:
+        if message is not None:
+            self.recent.add(message.id)
         world = self._waiters.get(world_id.lower())
         if not world:
             return

@@ -192,7 +192,8 @@ class SharedRateLimits(Protocol):
 
 
 class PostAnnouncer(Protocol):
-    """Announces posts to every process sharing the store (PostgreSQL's LISTEN/NOTIFY)."""
+    """Announces posts to every process sharing the store (PostgreSQL's LISTEN/NOTIFY; on SQLite,
+    `sqlite_posts.PostWatch` looks for other processes' posts a few times a second)."""
 
     def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread: ...
 

@@ -38,6 +38,7 @@ from recall.store.rows import (
 )
 from recall.store.sql_reads import RAISE_INBOX_MARKS, UNREAD_OF_AGENT
 from recall.store.sqlite_checkpoints import Checkpointer
+from recall.store.sqlite_posts import PostWatch
 from recall.store.sqlite_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.urls import (
     foreign_scheme,
@@ -151,6 +152,8 @@ class SQLiteStore(SQLExtractionJobs):
             )
             # Its thread stops at `close`, or when the store is dropped without one.
             self._stop_checkpoints = weakref.finalize(self, self._checkpoints.close)
+            # Other processes (a script, the CLI) post to the file too: the server looks for them.
+            self.announcer = PostWatch(self)
 
     # -- plumbing -------------------------------------------------------------------------
 
