@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
 from recall.app.search import SearchResult
+from recall.cli.progress import ProgressReport
 from recall.cli.shared import JsonFlag, check_location, db_location, err, fail, open_recall, out, print_json, tenant
 from recall.errors import InvalidInputError, RecallError
 from recall.settings import Settings
+
+if TYPE_CHECKING:
+    from recall.api import Recall
+
+#: Items without a vector a search embeds in its world first, at most (a few seconds of a core:
+#: a world written a moment ago is searched by meaning); past that it answers at once.
+SEARCH_EMBEDS_AT_MOST = 128
+#: Seconds a search's indexing runs before it shows its progress.
+PROGRESS_AFTER = 1.0
 
 
 def index(
@@ -22,19 +33,40 @@ def index(
     """Keep the search index up to date (copy and embed new messages) until stopped.
 
     `recall serve` runs this for its store by itself; run it by hand beside other processes that
-    write the store, or with --once after a bulk import."""
+    write the store, or with --once after a bulk import (it tells its progress on stderr)."""
     from recall.search.worker import run_worker
 
     try:
         location = db_location()
         check_location(location, create=False)
-        done = run_worker(location, Settings.from_env(), once=once)
+        # Only --once tells its progress: the long-running form has no end to count toward.
+        with ProgressReport(err) if once else nullcontext() as progress:
+            done = run_worker(location, Settings.from_env(), once=once, progress=progress)
     except RecallError as exc:
         fail(exc)
     except KeyboardInterrupt:
         return
     if once:
-        err.print(f"indexed: {done} steps of work (messages copied + vectors stored)")
+        err.print(f"indexed: {done:,} steps of work (messages copied + vectors stored)")
+
+
+def bring_up_to_date(mem: Recall, tenant_id: str, world_id: str) -> int:
+    """Copy new messages into the index and, when the world has at most SEARCH_EMBEDS_AT_MOST
+    items without a vector, embed them (no other world's), progress on stderr when it takes a
+    while; how many of the world's items are still without one."""
+    from recall.search.pending import Space, copy_messages, embed_all, unembedded  # numpy: when searching
+
+    index = mem.service.searcher.index
+    if index is None:
+        return 0
+    space = Space(tenant_id, world_id)
+    with ProgressReport(err, after=PROGRESS_AFTER) as progress:
+        copy_messages(index, progress)
+        waiting = unembedded(index, space)
+        if 0 < waiting <= SEARCH_EMBEDS_AT_MOST:
+            embed_all(index, mem.service.settings.embed_batch, space, progress)
+            waiting = unembedded(index, space)
+    return waiting
 
 
 def why_found(result: SearchResult) -> str:
@@ -97,13 +129,17 @@ def search(
     ] = None,
     json_: JsonFlag = False,
 ) -> None:
-    """Search a world's messages, memories and facts (brings the index up to date first).
+    """Search a world's messages, memories and facts.
 
-    Each hit's score is its relevance, from 0 to 1; --min-score leaves out the hits under it."""
+    New messages are indexed first, and the world's items without a vector embedded when they
+    are few; with many (after an import) the search answers at once, those ranked by their
+    words, and says so: `recall index --once` embeds them. Each hit's score is its relevance,
+    from 0 to 1; --min-score leaves out the hits under it."""
     with open_recall() as mem:
         wanted = metadata_filter(metadata)
-        mem.refresh_index(graphs=False)  # one search: scoring every vector costs less than a graph
-        results = mem.world(world, tenant=tenant()).search(
+        found = mem.world(world, tenant=tenant())
+        waiting = bring_up_to_date(mem, found.tenant, found.id)
+        results = found.search(
             query,
             k=k,
             kinds=tuple(kind or ("message", "memory", "fact")),
@@ -113,6 +149,13 @@ def search(
             min_score=min_score,
             metadata=wanted,
         )
+        if waiting:
+            err.print(
+                f"note: {waiting:,} items of world {found.id} have no vectors yet: they were ranked by their words"
+                " (the best few by meaning too); `recall index --once` embeds them",
+                markup=False,
+                highlight=False,
+            )
         if json_:
             print_json([r.to_dict() for r in results])
             return

@@ -49,8 +49,8 @@ from recall.search.base import (
 )
 from recall.search.checks import check_id, check_kinds, check_query, item_row, search_filters
 from recall.search.embed_now import EMBED_MAX_TEXTS as EMBED_MAX_TEXTS  # where it was defined before
-from recall.search.embed_now import embed_rows
 from recall.search.metadata import indexed
+from recall.search.pending import Space, embed_pending
 from recall.search.ranking import hybrid_depth, rank, relevance
 from recall.search.when import named_periods
 from recall.store.rows import load_json
@@ -424,16 +424,11 @@ class SearchIndex:
         )
         return bool(row[0][0])
 
-    def embed_pending(self, batch: int = 64) -> int:
-        """Embed up to `batch` items not embedded yet, oldest first (fewer where long texts' passages
-        reach EMBED_MAX_TEXTS: `embed_now.embed_rows`); how many items were stored."""
-        if self.embedder is None or batch < 1:
-            return 0
-        found = self._read(
-            f"SELECT id, text, kind, sender FROM search_items WHERE {self._backend.not_embedded} ORDER BY id LIMIT ?",
-            (int(batch),),
-        )
-        return embed_rows(self, found)[1]
+    def embed_pending(self, batch: int = 64, space: Space | None = None) -> int:
+        """Embed up to `batch` items not embedded yet (in `space` alone: a world's), oldest first
+        (fewer where long texts' passages reach EMBED_MAX_TEXTS); how many items were stored
+        (`pending.embed_pending`)."""
+        return embed_pending(self, batch, space)
 
     def step(self, batch: int = 64) -> int:
         """One bounded round of indexing: copy a batch of new messages, embed a batch of items.

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from recall.search.indexer import BackgroundIndexer
 from recall.search.open import open_search_index
+from recall.search.pending import Progress, copy_messages, embed_all
 from recall.settings import Settings
 from recall.store import is_postgres_url, open_store
 
@@ -47,9 +48,11 @@ def run_worker(
     once: bool = False,
     parent: int | None = None,
     stop: threading.Event | None = None,
+    progress: Progress | None = None,
 ) -> int:
     """Index `db` until `stop` is set or the process `parent` is gone (or, with `once`, until
-    nothing is pending); returns the work done with `once`, else 0."""
+    nothing is pending, telling `progress` how far it is); returns the work done with `once`,
+    else 0."""
     interval = settings.index_interval if settings.index_interval > 0 else 2.0
     store = open_store(db)
     try:
@@ -57,7 +60,11 @@ def run_worker(
         if index is None:
             return 0
         if once:
-            return index.catch_up(settings.embed_batch)
+            done = 0
+            # Again while posts arrive meanwhile: "once" leaves nothing pending it could see.
+            while work := copy_messages(index, progress) + embed_all(index, settings.embed_batch, progress=progress):
+                done += work
+            return done
         stop = stop or threading.Event()
         indexer = BackgroundIndexer(index, batch=settings.embed_batch, interval=interval).start()
         try:
