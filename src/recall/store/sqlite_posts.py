@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from recall.store.base import PostListener
@@ -36,20 +38,28 @@ class PostWatch:
     messages other processes stored, from a thread of its own, until `stop` is set."""
 
     def __init__(self, store: _Readable, interval: float = POLL_SECONDS) -> None:
-        self._store = store
+        # Weakly: the store holds its watch, and a store dropped without `close` must still be
+        # collected at once (its checkpoint thread ends with it).
+        self._store = weakref.ref(store)
         self.interval = interval
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        store = self._store()
+        if store is None:
+            raise RuntimeError("the store is gone")
+        return store._read(sql, params)
 
     def listen(self, on_post: PostListener, stop: threading.Event) -> threading.Thread:
         version, seen = self._look()
 
         def run() -> None:
             nonlocal version, seen
-            while not stop.wait(self.interval):
+            while not stop.wait(self.interval) and self._store() is not None:
                 try:
                     now, newest = self._look()
                     if now != version and newest > seen:
                         self._announce(seen, newest, on_post)
-                    # Unmoved: everything up to `newest` is this process's own.
+                    # Told, or (the counter unmoved) all this process's own: seen either way.
                     version, seen = now, max(seen, newest)
                 except Exception:  # the thread must outlive a busy or failing read
                     logger.exception("looking for other processes' posts failed; looking again")
@@ -59,18 +69,18 @@ class PostWatch:
         return thread
 
     def _look(self) -> tuple[int, int]:
-        row = self._store._read(_LOOK)[0]
+        row = self._read(_LOOK)[0]
         return int(row[0]), int(row[1])
 
     def _announce(self, after: int, upto: int, on_post: PostListener) -> None:
         """The messages stored after id `after` up to `upto`, by world, oldest first (their
         worlds alone when too many)."""
-        rows = self._store._read(
+        rows = self._read(
             "SELECT id, world_id FROM messages WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
             (after, upto, ANNOUNCED_IDS + 1),
         )
         if len(rows) > ANNOUNCED_IDS:
-            for (world,) in self._store._read(
+            for (world,) in self._read(
                 "SELECT DISTINCT world_id FROM messages WHERE id > ? AND id <= ?", (after, upto)
             ):
                 on_post(str(world), None)
