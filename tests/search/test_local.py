@@ -247,7 +247,7 @@ def test_a_store_with_the_old_sqlite_vec_table_re_embeds_once(tmp_path: Path) ->
     """A store whose vectors were made by the numpy model (sqlite-vec's `search_vec`) drops
     them and embeds everything again with the current model, once."""
     from recall.search.index import model_key
-    from recall.store.sqlite_schema import load_vector_extension
+    from recall.search.sqlite import load_vector_extension
 
     path = tmp_path / "old.db"
     with Recall(path, settings=Settings(index_interval=0)) as mem:

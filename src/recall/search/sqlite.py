@@ -26,6 +26,16 @@ _COPY_COLUMNS = (
 )
 
 
+def load_vector_extension(db: Any) -> None:
+    """sqlite-vec: needed only to drop the `vec0` table (`search_vec`) of stores made before
+    schema version 7."""
+    import sqlite_vec  # imported here: it loads numpy, which `import recall` does not need
+
+    db.enable_load_extension(True)
+    sqlite_vec.load(db)
+    db.enable_load_extension(False)
+
+
 class SQLiteSearch:
     """The `SearchBackend` of a `SQLiteStore`: writes on its connection and under its lock,
     searches in the copy in memory."""
@@ -55,8 +65,6 @@ class SQLiteSearch:
 
     def drop_vectors(self, db: Any) -> None:
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_vec'").fetchone():
-            from recall.store.sqlite_schema import load_vector_extension
-
             load_vector_extension(db)  # a vec0 table can only be dropped with its module loaded
             db.execute("DROP TABLE search_vec")
         changed = self.copy.count_change(db)

@@ -2,19 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-
-def load_vector_extension(db: Any) -> None:
-    """sqlite-vec: needed only to drop the `vec0` table (`search_vec`) of stores made before
-    schema version 7."""
-    import sqlite_vec  # imported here: it loads numpy, which `import recall` does not need
-
-    db.enable_load_extension(True)
-    sqlite_vec.load(db)
-    db.enable_load_extension(False)
-
-
 MIGRATIONS: list[tuple[int, str]] = [
     (
         1,
