@@ -34,6 +34,18 @@ PLATFORMS = {
     "macos-x86_64": ("x86_64-apple-darwin", "13.0"),
     "windows-x86_64": ("x86_64-pc-windows-msvc", None),
 }
+#: What the core install leaves to the extras: chat SDKs, database drivers, web frameworks.
+NOT_IN_CORE = {
+    "openai",
+    "anthropic",
+    "psycopg",
+    "psycopg-binary",
+    "psycopg-pool",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "mcp",
+}
 #: Every CPython release recall supports (pyproject's requires-python, up to the newest).
 PYTHONS = ("3.11", "3.12", "3.13", "3.14")
 

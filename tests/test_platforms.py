@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.platform_lock import LOCK, PLATFORMS, PYTHONS, installs, requirements
+from tests.platform_lock import LOCK, NOT_IN_CORE, PLATFORMS, PYTHONS, installs, requirements
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,18 +32,6 @@ MARKERS = {
     "windows-x86_64": {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"},
 }
 
-#: What the core install leaves to the extras: chat SDKs, database drivers, web frameworks.
-NOT_IN_CORE = {
-    "openai",
-    "anthropic",
-    "psycopg",
-    "psycopg-binary",
-    "psycopg-pool",
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    "mcp",
-}
 
 LOCKED = json.loads(LOCK.read_text(encoding="utf-8"))
 

@@ -22,23 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from recall.search.embeddings import default_embedder
+from tests.platform_lock import NOT_IN_CORE
 from tests.test_close import readme_snippet
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The runtime dependencies' wheels, as a user's `pip install recall-memory` resolves them (Makefile).
 WHEELHOUSE = ROOT / ".venv" / "wheelhouse"
-#: What a core install leaves to the extras: chat SDKs, database drivers, web frameworks.
-NOT_IN_CORE = {
-    "openai",
-    "anthropic",
-    "psycopg",
-    "psycopg-binary",
-    "psycopg-pool",
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    "mcp",
-}
 #: The packages that need an extra (everything else imports on the core).
 EXTRA_PACKAGES = ("recall.server", "recall.store.postgres", "recall.store.migrate", "recall.runner", "recall.demo_live",
                   "recall.integrations.langgraph", "recall.integrations.langchain", "recall.integrations.openai_agents")  # fmt: skip
