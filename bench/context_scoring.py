@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from recall import Message
-from recall.core.context_records import Context, ContextReport
+from recall.core.context_parts import ContextReport
+from recall.core.context_records import Context
 from recall.core.escaping import escape
 from recall.core.excerpts import sentences
 from recall.core.models import with_caption

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recall import Recall, Settings
-from recall.store.base import ParticipantRecord
+from recall.store.records import ParticipantRecord
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -66,11 +66,10 @@ from recall.records import (
 )
 from recall.settings import Settings
 from recall.store.base import Store
+from recall.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from recall.records import SearchHit
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Action",

@@ -25,7 +25,8 @@ from recall.app.search import SEARCH_KINDS, SearchResult
 from recall.app.service import RecallService
 from recall.core import observations as obs
 from recall.core.calls import CallRecord
-from recall.core.context_records import Context, ContextBlock, Summarizer
+from recall.core.context_parts import ContextBlock
+from recall.core.context_records import Context, Summarizer
 from recall.core.facts import Fact, NewFact
 from recall.core.models import AgentProfile, Message
 from recall.core.prompt import build_system_prompt
@@ -34,7 +35,8 @@ from recall.errors import UnknownWorldError
 from recall.off_loop import off_loop
 from recall.settings import Settings
 from recall.store import open_store
-from recall.store.base import Memory, ParticipantRecord, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import Memory, ParticipantRecord, WorldRecord
 
 DEFAULT_DB = "recall.db"
 

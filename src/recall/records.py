@@ -13,13 +13,14 @@ from recall.app.calls import Replay
 from recall.app.posting import PostRequest
 from recall.app.search import SearchResult
 from recall.core.calls import CallDiff, CallItem, CallRecord, ItemChange
-from recall.core.context_records import BuildParams, Context, ContextBlock, ContextMessage, ContextReport, ReportItem
+from recall.core.context_parts import ContextBlock, ContextMessage, ContextReport, ReportItem
+from recall.core.context_records import BuildParams, Context
 from recall.core.facts import Fact
 from recall.core.inbox import CheckResult
 from recall.core.models import AgentProfile, ContextFilter, Message, SenderType
 from recall.core.observations import Action, Observation
 from recall.core.routing import Decision
-from recall.store.base import Memory, Note, ParticipantRecord, WorldRecord
+from recall.store.records import Memory, Note, ParticipantRecord, WorldRecord
 
 if TYPE_CHECKING:
     from recall.search.base import SearchHit

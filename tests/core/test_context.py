@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from recall.core.context import build_context
-from recall.core.context_records import SUMMARY_HEADER, Context, ContextBlock, ContextRequest
+from recall.core.context_parts import ContextBlock
+from recall.core.context_records import SUMMARY_HEADER, Context, ContextRequest
 from recall.core.models import AgentProfile, ContextFilter, Message
 from recall.core.routing import turn_limit_notice
 from recall.core.tokens import TokenCounter

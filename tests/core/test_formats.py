@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recall.core.context import build_context
-from recall.core.context_records import Context, ContextBlock, ContextRequest
+from recall.core.context_parts import ContextBlock
+from recall.core.context_records import Context, ContextRequest
 from recall.core.formats import ANTHROPIC_OPENING
 from recall.core.models import AgentProfile, Message
 from recall.core.tokens import TokenCounter

@@ -10,7 +10,7 @@ import pytest
 
 from recall import Recall, Settings
 from recall.integrations.langgraph import MEMORY_TYPE, META, RecallStore
-from recall.store.base import Address
+from recall.store.records import Address
 
 
 def _no_whole_reads(mem: Recall, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -246,7 +246,7 @@ def test_a_store_copy_follows_vectors_written_and_deleted_by_another_process(tmp
 def test_a_store_with_the_old_sqlite_vec_table_re_embeds_once(tmp_path: Path) -> None:
     """A store whose vectors were made by the numpy model (sqlite-vec's `search_vec`) drops
     them and embeds everything again with the current model, once."""
-    from recall.search.index import model_key
+    from recall.search.index_items import model_key
     from recall.search.sqlite import load_vector_extension
 
     path = tmp_path / "old.db"

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from recall import Recall, Settings, World
 from recall.cli import app
 from recall.errors import InvalidInputError
-from recall.search import index as index_module
+from recall.search import index_items
 from recall.search.base import Filters
 from recall.search.local import LocalIndex, LocalRow
 from recall.search.metadata import MAX_CONDITIONS, Condition, indexed, matches, parse
@@ -346,7 +346,7 @@ def test_an_index_built_before_metadata_filters_is_given_the_metadata(
     store_location: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _old_store(store_location)
-    monkeypatch.setattr(index_module, "_BACKFILL_PAGE", 2)  # a page at a time, as a large store does
+    monkeypatch.setattr(index_items, "_BACKFILL_PAGE", 2)  # a page at a time, as a large store does
     with Recall(store_location, KEYWORDS) as mem:
         store = mem.service.store
         assert not store._read("SELECT 1 FROM search_state WHERE name = 'metadata_backfill'")  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from recall import Recall, Settings
-from recall.store.base import Address, NewMemory
+from recall.store.records import Address, NewMemory
 
 
 def test_keyed_memories(store_location: str) -> None:

@@ -21,7 +21,8 @@ from recall.app.service import RecallService
 from recall.core.models import SenderType
 from recall.errors import InvalidInputError, RecallError, StoreVersionError
 from recall.store import open_store
-from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import NewMessage, ParticipantRecord, WorldRecord
 from recall.store.rows import MEMORY_PAGE
 from recall.store.sqlite import SQLiteStore
 from recall.store.sqlite import sqlite3 as store_sqlite3

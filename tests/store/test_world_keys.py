@@ -14,8 +14,9 @@ import pytest
 from recall.core.models import SenderType
 from recall.errors import ConflictError
 from recall.store import open_store
-from recall.store.base import NewMessage, ParticipantRecord, Store
+from recall.store.base import Store
 from recall.store.migrate import migrate
+from recall.store.records import NewMessage, ParticipantRecord
 from recall.store.rows import new_world_key, world_id_of
 from tests.old_stores import store_before
 

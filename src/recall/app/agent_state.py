@@ -13,11 +13,12 @@ from recall import limits
 from recall.app.posting import Posting
 from recall.app.worlds import Worlds
 from recall.core import observations as obs
-from recall.core.context_records import ContextBlock
+from recall.core.context_parts import ContextBlock
 from recall.core.routing import Decision, decide
 from recall.errors import InvalidInputError, NotFoundError
 from recall.settings import Settings
-from recall.store.base import Note, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import Note, WorldRecord
 
 MAX_MEMORY_KEY = limits.MAX_MEMORY_KEY
 MAX_MEMORY_VALUE = limits.MAX_MEMORY_VALUE

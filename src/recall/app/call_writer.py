@@ -22,7 +22,8 @@ from recall.core.context_records import Context
 from recall.errors import InvalidInputError
 from recall.settings import Settings
 from recall.store.base import Store
-from recall.store.call_log import NewCall, senders_text
+from recall.store.call_log import senders_text
+from recall.store.records import NewCall
 
 logger = logging.getLogger("recall.calls")
 

@@ -35,7 +35,7 @@ from recall.errors import InvalidInputError, NotFoundError, UnknownCallError
 from recall.limits import check_time
 from recall.settings import Settings
 from recall.store.base import Store
-from recall.store.call_log import CallRow
+from recall.store.records import CallRow
 
 logger = logging.getLogger("recall.calls")
 

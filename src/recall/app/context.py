@@ -25,7 +25,8 @@ from recall.app.worlds import Worlds
 from recall.core import observations as obs
 from recall.core.calls import version
 from recall.core.context import Scan, build_context, scan_memory
-from recall.core.context_records import BuildParams, Context, ContextBlock, ContextRequest, Summarizer
+from recall.core.context_parts import ContextBlock
+from recall.core.context_records import BuildParams, Context, ContextRequest, Summarizer
 from recall.core.escaping import escape
 from recall.core.facts import MemoryBlock, rank_facts, recent_conversation, render_memory_block
 from recall.core.inbox import RecalledPast
@@ -39,7 +40,8 @@ from recall.core.window import WindowSettings
 from recall.errors import BudgetExceededError
 from recall.limits import MAX_MODEL_NAME, check_text
 from recall.settings import Settings
-from recall.store.base import Memory, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import Memory, WorldRecord
 
 if TYPE_CHECKING:
     from recall.app.memories import Memories

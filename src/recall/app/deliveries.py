@@ -23,7 +23,8 @@ from recall.core.context_records import Context
 from recall.core.inbox import CheckResult, RecalledPast, context_slice, split_unread
 from recall.core.models import AgentProfile, Message
 from recall.settings import Settings
-from recall.store.base import ContextSession, Store
+from recall.store.base import Store
+from recall.store.records import ContextSession
 
 #: Unread deliveries read per page by an inbox check.
 INBOX_PAGE = 200

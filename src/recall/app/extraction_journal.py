@@ -20,7 +20,7 @@ from typing import Any
 from recall.core.models import Message
 from recall.errors import RecallError
 from recall.store.base import Store
-from recall.store.extraction_jobs import ExtractionJob
+from recall.store.records import ExtractionJob
 
 logger = logging.getLogger("recall.extraction")
 

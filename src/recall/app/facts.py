@@ -18,7 +18,8 @@ from recall.app.worlds import Worlds
 from recall.core.extraction_plan import FactChanges
 from recall.core.facts import Fact, NewFact, parse_scope, validate_new_fact, validate_sections
 from recall.errors import InvalidInputError, UnknownFactError
-from recall.store.base import FactWrite, Store
+from recall.store.base import Store
+from recall.store.records import FactWrite
 
 if TYPE_CHECKING:
     from recall.search.index import SearchIndex

@@ -15,8 +15,9 @@ from recall.core.facts import parse_scope
 from recall.errors import PermissionDeniedError
 
 if TYPE_CHECKING:
-    from recall.app.service import RecallService
-    from recall.store.base import Memory, WorldRecord
+    from recall.app.facts import Facts
+    from recall.app.worlds import Worlds
+    from recall.store.records import Memory, WorldRecord
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,21 @@ class Limiter(Protocol):
     def hit(self, world_id: str, agent_id: str) -> None: ...
 
 
+class Resolver(Protocol):
+    """What the gate resolves names with: a `RecallService` (the gate sits below it, so that
+    the use cases it composes may ask the gate)."""
+
+    @property
+    def worlds(self) -> Worlds: ...
+
+    @property
+    def facts(self) -> Facts: ...
+
+
 class Gate:
     """Resolves what a call names for its caller, or raises (unknown: 404, not allowed: 403)."""
 
-    def __init__(self, service: RecallService, limiter: Limiter | None = None) -> None:
+    def __init__(self, service: Resolver, limiter: Limiter | None = None) -> None:
         self.service = service
         self.limiter = limiter
 

@@ -25,7 +25,8 @@ from recall.app.extraction import Extraction
 from recall.app.validation import MAX_MESSAGE_ID, check_int, could_be_stored
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, NotFoundError, UnknownParticipantError, UnknownWorldError
-from recall.store.base import ParticipantRecord, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import ParticipantRecord, WorldRecord
 from recall.store.world_records import FactScopes, Removed
 from recall.suggest import close_matches
 

@@ -23,7 +23,8 @@ from recall.app.call_writer import CallWriter
 from recall.app.gate import require_may_delete_memory, require_may_update_memory
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, PermissionDeniedError, UnknownMemoryError, text_problem
-from recall.store.base import Address, Memory, NewMemory, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import Address, Memory, NewMemory, WorldRecord
 from recall.store.world_records import Removed
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from recall.app.worlds import Worlds
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 if TYPE_CHECKING:
     from recall.search.base import SearchHit

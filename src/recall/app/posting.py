@@ -26,7 +26,8 @@ from recall.core.routing import (
 )
 from recall.errors import InvalidInputError, text_problem
 from recall.settings import Settings
-from recall.store.base import NewMessage, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import NewMessage, WorldRecord
 
 if TYPE_CHECKING:
     from recall.search.indexer import BackgroundIndexer

@@ -23,7 +23,8 @@ from recall import limits
 from recall.app.agent_state import AgentState
 from recall.app.memories import Memories
 from recall.errors import InvalidInputError, NotFoundError, UnknownMemoryError
-from recall.store.base import Memory, Store
+from recall.store.base import Store
+from recall.store.records import Memory
 
 #: The metadata keys of a memory kept under a key.
 KEY, VALUE = "key", "value"

@@ -32,9 +32,11 @@ from recall.app.world_format import FORMAT, TYPES, record_of, row_of
 from recall.app.worlds import Worlds, _validate_profile
 from recall.errors import InvalidInputError
 from recall.settings import Settings
-from recall.store.base import Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import WorldRecord
 from recall.store.rows import dt
 from recall.store.world_records import WORLD_TABLES, WorldImport
+from recall.version import __version__
 
 if TYPE_CHECKING:
     from recall.app.memories import Memories
@@ -106,8 +108,6 @@ class WorldExports:
 
     def export_world(self, world_id: str) -> Iterator[dict[str, Any]]:
         """The records of the world (by key), header first and the end record last."""
-        from recall import __version__  # the package imports this module while it loads
-
         world = self.worlds.get_world(world_id)
         if self.memories is not None:
             self.memories.purge_world(world.key)  # no expired memory leaves in an export

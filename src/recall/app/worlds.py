@@ -31,7 +31,8 @@ from recall.errors import (
     UnknownParticipantError,
     UnknownWorldError,
 )
-from recall.store.base import ParticipantRecord, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import ParticipantRecord, WorldRecord
 from recall.suggest import close_matches
 
 _V = TypeVar("_V")

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from recall.core.context_records import Context, ReportItem
+from recall.core.context_parts import ReportItem
+from recall.core.context_records import Context
 
 #: The record's layout: a reader refuses a newer one rather than misread it.
 RECORD_FORMAT = 1

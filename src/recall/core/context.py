@@ -11,17 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recall.core.context_records import (
+from recall.core.context_parts import (
     MESSAGE_SECTIONS,
     SECTIONS,
-    SUMMARY_HEADER,
-    Context,
     ContextBlock,
     ContextMessage,
     ContextReport,
-    ContextRequest,
     ReportItem,
 )
+from recall.core.context_records import SUMMARY_HEADER, Context, ContextRequest
 from recall.core.escaping import escape
 from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, Analysis
 from recall.core.models import Message

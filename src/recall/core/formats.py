@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from recall.core.context_records import ContextMessage
+from recall.core.context_parts import ContextMessage
 
 #: Anthropic's messages must start with a user turn; this stands in for older history.
 ANTHROPIC_OPENING = "(conversation continues)"

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recall.core.context_records import ReportItem
+from recall.core.context_parts import ReportItem
 from recall.core.models import AgentProfile, Message
 from recall.core.routing import context_verdict, would_respond
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from recall.core.context_records import ContextMessage, ReportItem
+from recall.core.context_parts import ContextMessage, ReportItem
 from recall.core.excerpts import Analysis
 from recall.core.models import Message
 from recall.core.recalled_lines import HEADER, Lines, Turn, render

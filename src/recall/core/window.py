@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from recall.core.context_records import ContextMessage
+from recall.core.context_parts import ContextMessage
 from recall.core.excerpts import Analysis, excerpt
 from recall.core.models import Message
 from recall.core.passages import passage_span

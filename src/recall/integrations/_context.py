@@ -16,7 +16,7 @@ from typing import Any
 
 from recall.api import Agent
 from recall.app.validation import MAX_HISTORY_LIMIT
-from recall.core.context_records import ContextMessage
+from recall.core.context_parts import ContextMessage
 from recall.core.models import Message
 
 #: Sections of a recall context that the framework's own conversation carries.

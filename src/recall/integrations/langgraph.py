@@ -84,7 +84,8 @@ from recall.errors import InvalidInputError, UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
 from recall.limits import MAX_NOTE_CHARS
 from recall.search.metadata import MAX_CONDITIONS, MAX_KEY_CHARS, MAX_VALUE_CHARS
-from recall.store.base import NAMESPACE_SEPARATOR, Address, Memory, Store
+from recall.store.base import Store
+from recall.store.records import NAMESPACE_SEPARATOR, Address, Memory
 
 #: The type of the memories that hold a store's items (other memories of the world are left alone).
 MEMORY_TYPE = "langgraph"

@@ -1,7 +1,7 @@
 """Search: keyword, vector and hybrid search over messages, memories and facts.
 
 `index.SearchIndex` is the index, written once; `sqlite.py` and `postgres.py` hold each
-database's primitives (`base.SearchBackend`); `embeddings.py` the model, `indexer.py` the
+database's primitives (`backend.SearchBackend`); `embeddings.py` the model, `indexer.py` the
 background thread and `worker.py` the index worker process. Importing this package loads
 none of the search stack (numpy, the model): `open_search_index` does, when asked.
 """

@@ -20,7 +20,7 @@ from recall.search.base import MAX_PARAMS, marks
 from recall.search.passage_vectors import embed_with_passages, passage_texts, speaker_prefix
 
 if TYPE_CHECKING:
-    from recall.search.index import SearchIndex
+    from recall.search.index_items import IndexItems
 
 logger = logging.getLogger("recall.indexer")
 
@@ -30,7 +30,7 @@ logger = logging.getLogger("recall.indexer")
 EMBED_MAX_TEXTS = 256
 
 
-def embed_rows(index: SearchIndex, found: Sequence[Sequence[Any]]) -> tuple[int, int]:
+def embed_rows(index: IndexItems, found: Sequence[Sequence[Any]]) -> tuple[int, int]:
     """Embed the first of `found` (rows of `search_items`: id, text, kind, sender), as many as
     hold EMBED_MAX_TEXTS texts with their passages (one at least), and store their vectors;
     (rows taken, vectors stored). The model runs outside the store's lock (it takes tens of
@@ -60,7 +60,7 @@ def embed_rows(index: SearchIndex, found: Sequence[Sequence[Any]]) -> tuple[int,
         return len(items), backend.store_vectors(db, rows, vectors)
 
 
-def embed_now(index: SearchIndex | None, kind: str, source_ids: Sequence[int]) -> int:
+def embed_now(index: IndexItems | None, kind: str, source_ids: Sequence[int]) -> int:
     """Embed the items of `kind` with these source ids that have no vector yet, and store their
     vectors, now; how many were stored. The search copy in memory picks them up at the next
     search (they count as a change of items). The write itself is already committed: if the

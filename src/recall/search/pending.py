@@ -12,7 +12,7 @@ from recall.search.base import MESSAGE_BATCH
 from recall.search.embed_now import embed_rows
 
 if TYPE_CHECKING:
-    from recall.search.index import SearchIndex
+    from recall.search.index_items import IndexItems
 
 #: Told how far a piece of work is: (what is done to them, what they are, how many, of how many),
 #: e.g. ("embedded", "items", 1200, 5882).
@@ -26,7 +26,7 @@ class Space(NamedTuple):
     id: str
 
 
-def _where(index: SearchIndex, space: Space | None) -> tuple[str, tuple[str, ...]]:
+def _where(index: IndexItems, space: Space | None) -> tuple[str, tuple[str, ...]]:
     """The condition on `search_items` of items without a vector (in `space`), and its values."""
     condition = index._backend.not_embedded
     if space is None:
@@ -34,7 +34,7 @@ def _where(index: SearchIndex, space: Space | None) -> tuple[str, tuple[str, ...
     return f"{condition} AND tenant = ? AND space = ?", (space.tenant, space.id)
 
 
-def unembedded(index: SearchIndex, space: Space | None = None) -> int:
+def unembedded(index: IndexItems, space: Space | None = None) -> int:
     """Items without a vector (in `space`); 0 for a keyword-only index."""
     if index.embedder is None:
         return 0
@@ -42,7 +42,7 @@ def unembedded(index: SearchIndex, space: Space | None = None) -> int:
     return int(index._read(f"SELECT COUNT(*) FROM search_items WHERE {condition}", values)[0][0])
 
 
-def uncopied(index: SearchIndex) -> int:
+def uncopied(index: IndexItems) -> int:
     """Messages not copied into the index yet (of every world: they are copied in id order)."""
     row = index._read(
         "SELECT COUNT(*) FROM messages WHERE id > COALESCE((SELECT value FROM search_state WHERE name = ?), 0)",
@@ -51,7 +51,7 @@ def uncopied(index: SearchIndex) -> int:
     return int(row[0][0])
 
 
-def embed_pending(index: SearchIndex, batch: int = 64, space: Space | None = None) -> int:
+def embed_pending(index: IndexItems, batch: int = 64, space: Space | None = None) -> int:
     """Embed up to `batch` items without a vector (in `space`), oldest first (fewer where long
     texts' passages reach `embed_now.EMBED_MAX_TEXTS`: `embed_rows`); how many were stored."""
     if index.embedder is None or batch < 1:
@@ -64,7 +64,7 @@ def embed_pending(index: SearchIndex, batch: int = 64, space: Space | None = Non
     return embed_rows(index, found)[1]
 
 
-def copy_messages(index: SearchIndex, progress: Progress | None = None) -> int:
+def copy_messages(index: IndexItems, progress: Progress | None = None) -> int:
     """Copy every message not in the index yet into it (by its words; vectors come later),
     telling `progress` after each batch; how many."""
     total = uncopied(index) if progress is not None else 0
@@ -79,7 +79,7 @@ def copy_messages(index: SearchIndex, progress: Progress | None = None) -> int:
 
 
 def embed_all(
-    index: SearchIndex,
+    index: IndexItems,
     batch: int = 64,
     space: Space | None = None,
     progress: Progress | None = None,

@@ -21,7 +21,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from recall import __version__
 from recall.app.service import RecallService
 from recall.errors import (
     AuthenticationError,
@@ -44,6 +43,7 @@ from recall.server.other_posts import posts_from_other_processes
 from recall.server.routes import ROUTERS
 from recall.server.schemas import pattern_in_words
 from recall.server.views import error
+from recall.version import __version__
 
 __all__ = ["MAX_WAIT_SECONDS", "ServerState", "create_app"]
 

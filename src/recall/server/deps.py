@@ -25,7 +25,7 @@ from recall.server.inbox import InboxChecks, Notifier
 from recall.server.metrics import Metrics
 from recall.server.ratelimit import RateLimiter
 from recall.server.writer import PostWriter
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 if TYPE_CHECKING:
     from recall.app.facts import Facts

@@ -21,7 +21,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from recall import __version__
 from recall.app.service import RecallService
 from recall.app.validation import MAX_CONTEXT_TOKENS
 from recall.server import views
@@ -31,6 +30,7 @@ from recall.server.mcp_answers import Answer, answer
 from recall.server.mcp_caller import ToolCaller, ToolContext, as_tool_error
 from recall.server.mcp_memory import add_memory_tools
 from recall.server.ratelimit import RateLimiter
+from recall.version import __version__
 
 INSTRUCTIONS = (
     "recall keeps everything each participant of a world heard. As an agent: call `messages` with "

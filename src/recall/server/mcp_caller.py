@@ -19,7 +19,7 @@ from recall.app.service import RecallService
 from recall.errors import RecallError
 from recall.server.deps import KeyRing
 from recall.server.ratelimit import RateLimiter
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 #: Errors whose message is meant for the caller; anything else is a bug and stays hidden.
 CALLER_ERRORS = (RecallError,)

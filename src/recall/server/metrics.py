@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from recall.core.context_records import ContextReport
+from recall.core.context_parts import ContextReport
 from recall.core.inbox import CheckResult
 
 

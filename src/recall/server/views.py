@@ -14,7 +14,7 @@ from recall.core.inbox import CheckResult
 from recall.core.models import Message
 from recall.core.routing import Decision
 from recall.server.json_body import JsonBody
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 
 class Record(Protocol):

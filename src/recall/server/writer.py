@@ -20,7 +20,7 @@ from anyio import to_thread
 from recall.app.posting import PostRequest
 from recall.app.service import RecallService
 from recall.core.models import Message
-from recall.store.base import NewMessage
+from recall.store.records import NewMessage
 
 #: A stored message, its world's key and the agents it was delivered to.
 Posted = tuple[Message, str, tuple[str, ...]]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from recall.store.base import NewMessage, ParticipantRecord, Store, WorldRecord
+from recall.store.base import Store
+from recall.store.records import NewMessage, ParticipantRecord, WorldRecord
 from recall.store.sqlite import DEFAULT_BUSY_TIMEOUT, SQLiteStore
 from recall.store.urls import is_postgres_url
 

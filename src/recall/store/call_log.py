@@ -8,45 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from recall.store.keyed import SQLKeyed
+from recall.store.records import CallRow, NewCall
 from recall.store.rows import chat_id_of, chat_key, dt, ts
 
 CALL_COLUMNS = "c.id, p.id, c.chat_id, c.trigger_id, c.created_at, c.source, c.digest, c.body, c.outcome, c.error"
 _FROM = "model_calls c JOIN participants p ON p.key = c.agent_key"
-
-
-class CallRow(NamedTuple):
-    """One recorded call as stored: `agent_id` the agent's id, `chat_id` None for the default
-    chat, `body` the service's compressed record, `outcome` and `error` what its caller
-    reported of it (None: nothing)."""
-
-    id: str
-    agent_id: str
-    chat_id: str | None
-    trigger_id: int | None
-    created_at: datetime
-    source: str
-    digest: str
-    body: bytes
-    outcome: str | None = None
-    error: str | None = None
-
-
-class NewCall(NamedTuple):
-    """A call to store; `senders` who said the messages it quotes (`senders_text`)."""
-
-    id: str
-    world_id: str
-    agent_id: str
-    chat_id: str | None
-    trigger_id: int | None
-    created_at: datetime
-    source: str
-    digest: str
-    body: bytes
-    senders: str = ""
 
 
 #: In the `senders` column, the mark of a call that keeps a copy of the messages as sent (no

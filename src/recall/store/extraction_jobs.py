@@ -13,28 +13,11 @@ run it ('' once a closing process has handed it back). The same SQL on SQLite an
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import NamedTuple
 
+from recall.store.records import ExtractionJob
 from recall.store.world_dump import SQLWorlds
 
 JOB_COLUMNS = "tenant, scope, thread, world_id, agent_id, chat_id, token, owner, due_at, queued_at"
-
-
-class ExtractionJob(NamedTuple):
-    """One queued extraction: the facts of `scope` from what agent `agent_id` of the world
-    whose key is `world_id` heard in chat `chat_id` ('' the default chat)."""
-
-    tenant: str
-    scope: str
-    thread: str
-    world_id: str
-    agent_id: str
-    chat_id: str
-    token: str
-    owner: str
-    #: When it was due to run, and when it was queued (epoch seconds).
-    due_at: float
-    queued_at: float
 
 
 class SQLExtractionJobs(SQLWorlds):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from recall.store.base import NAMESPACE_SEPARATOR, Address, Memory, NewMemory
+from recall.store.records import NAMESPACE_SEPARATOR, Address, Memory, NewMemory
 from recall.store.rows import NOTE_COLUMNS, note_record, ts
 from recall.store.sql_writes import SQLWrites
 

@@ -30,14 +30,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from recall.core.models import Message
 from recall.errors import StoreOpenError, StoreVersionError
-from recall.store.base import (
-    NewMessage,
-    PostAnnouncer,
-    PostListener,
-    SharedRateLimits,
-)
+from recall.store.base import PostAnnouncer, PostListener, SharedRateLimits
 from recall.store.extraction_jobs import SQLExtractionJobs
 from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
+from recall.store.records import NewMessage
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
     of_agent,

@@ -14,7 +14,7 @@ from typing import Any
 from recall.core.facts import Fact
 from recall.core.models import Message, SenderType
 from recall.errors import RecallError
-from recall.store.base import Memory, NewMessage, Note, ParticipantRecord, WorldRecord
+from recall.store.records import Memory, NewMessage, Note, ParticipantRecord, WorldRecord
 
 #: Rows read per page when scanning an agent's memory newest first.
 MEMORY_PAGE = 64

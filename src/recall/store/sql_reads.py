@@ -12,7 +12,7 @@ from typing import Any
 from recall.core.facts import Fact
 from recall.core.models import Message
 from recall.errors import RecallError
-from recall.store.base import ContextSession, Memory, Note, ParticipantRecord, WorldRecord
+from recall.store.records import ContextSession, Memory, Note, ParticipantRecord, WorldRecord
 from recall.store.rows import (
     FACT_COLUMNS,
     MEMORY_PAGE,

@@ -14,8 +14,8 @@ from typing import Any
 from recall.core.facts import Fact, NewFact
 from recall.core.models import Message
 from recall.errors import ConflictError
-from recall.store.base import (
-    AlsoWrite,
+from recall.store.base import AlsoWrite
+from recall.store.records import (
     ContextSession,
     FactWrite,
     Memory,

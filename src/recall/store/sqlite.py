@@ -24,12 +24,9 @@ except ImportError:  # pragma: no cover - a platform without the wheel
 
 from recall.core.models import Message
 from recall.errors import InvalidInputError, StoreBusyError, StoreOpenError, StoreVersionError
-from recall.store.base import (
-    NewMessage,
-    PostAnnouncer,
-    SharedRateLimits,
-)
+from recall.store.base import PostAnnouncer, SharedRateLimits
 from recall.store.extraction_jobs import SQLExtractionJobs
+from recall.store.records import NewMessage
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
     delivery_bucket,

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from recall.errors import ConflictError
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 from recall.store.rows import delivery_bucket, dt, new_world_key
 from recall.store.world_delete import SQLDeletes
 from recall.store.world_records import WORLD_TABLES, FactScopes, WorldImport

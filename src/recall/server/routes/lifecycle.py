@@ -19,7 +19,7 @@ from recall.app.gate import Principal
 from recall.server import views
 from recall.server.deps import state_of, tenant_key, tenant_world
 from recall.server.json_body import json_bytes
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 router = APIRouter(tags=["lifecycle"])
 

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from recall.server import schemas, views
 from recall.server.deps import ActingAgent, MemoryId, WorldOf, memories_of, tenant_world
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 router = APIRouter(tags=["memories"])
 MinImportance = Annotated[int, Query(ge=1, le=10)]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from recall.server import schemas, views
 from recall.server.deps import ActingAgent, state_of, tenant_world
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 router = APIRouter(tags=["search"])
 

@@ -12,7 +12,7 @@ from recall.app.gate import Principal
 from recall.app.worlds import Worlds, profile_settings
 from recall.server import schemas, views
 from recall.server.deps import ActingAgent, Caller, WorldOf, state_of, tenant_key, tenant_world
-from recall.store.base import WorldRecord
+from recall.store.records import WorldRecord
 
 router = APIRouter()
 
