@@ -40,6 +40,11 @@ under the prefix (the owner, the prefix's labels, whether the item is indexed an
 text values are keys of the memory's metadata, `langgraph:*`, which the search index filters on
 before it ranks). Items an older recall wrote (without an address) are adopted when a store first
 opens on them.
+
+This module is the store's operations; beside it are what an item is as a memory
+(`langgraph_items.py`), its filters and what recall's search is asked of them
+(`langgraph_filters.py`), what of an item is searched (`langgraph_index.py`), and the adoption
+of an older recall's items (`langgraph_adopt.py`).
 """
 
 # ruff: noqa: E402 (the extra is checked before the framework loads, so its imports follow the check)
@@ -48,11 +53,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -67,167 +70,34 @@ from langgraph.store.base import (
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
-    get_text_at_path,
 )
 
 from recall.api import Agent, Recall, World
 from recall.app.memories import KeyedWrite
 from recall.app.search import SearchResult, check_min_score
-from recall.errors import InvalidInputError, UnknownMemoryError
+from recall.errors import UnknownMemoryError
 from recall.integrations._common import ensure_agent, resolve_world
+from recall.integrations.langgraph_adopt import adopt
+from recall.integrations.langgraph_filters import check_filter, filter_matches, namespace_matches, search_conditions
+from recall.integrations.langgraph_index import index_fields, search_text
+from recall.integrations.langgraph_items import MEMORY_TYPE, META, StoredItem, item_address, parse_item
 from recall.limits import MAX_NOTE_CHARS
-from recall.search.metadata import MAX_CONDITIONS, MAX_KEY_CHARS, MAX_VALUE_CHARS
 from recall.store.base import Store
-from recall.store.records import NAMESPACE_SEPARATOR, Address, Memory
+from recall.store.records import NAMESPACE_SEPARATOR, Memory
 
-#: The type of the memories that hold a store's items (other memories of the world are left alone).
-MEMORY_TYPE = "langgraph"
-#: The metadata field holding the item.
-META = "langgraph"
-#: Keys of a memory's metadata that recall's search filters a query search on (`_search_keys`):
-#: the store's owner, whether the item is searched at all, each namespace label by depth, and
-#: each text value of the item by its dotted path.
-_OWNER_KEY = "langgraph:owner"
-_INDEXED_KEY = "langgraph:indexed"
-_LABEL_KEY = "langgraph:ns:{}"
-_VALUE_KEY = "langgraph:value:{}"
+#: What users import from here (the store, and what its memories are told apart by).
+__all__ = ["MEMORY_TYPE", "META", "RecallStore"]
+
 #: Items a listing without a query reads at least per page (it reads on until its page is full).
 _PAGE = 64
-#: Items written before keyed memories, adopted per read when a store first opens on them.
-_ADOPT_BATCH = 1000
 #: recall's search returns at most this many hits per call.
 _MAX_K = 1000
-
-
-@dataclass(frozen=True)
-class _Stored:
-    """One item as stored: the memory that holds it and what it holds."""
-
-    memory_id: int
-    namespace: tuple[str, ...]
-    key: str
-    value: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    indexed: bool
-    #: Minutes to live after the last write (or read with refresh), or None.
-    ttl: float | None
-    expires_at: datetime | None
-
-    def item(self) -> Item:
-        return Item(
-            value=self.value,
-            key=self.key,
-            namespace=self.namespace,
-            created_at=self.created_at,
-            updated_at=self.updated_at,
-        )
-
-    def search_item(self, score: float | None = None) -> SearchItem:
-        return SearchItem(self.namespace, self.key, self.value, self.created_at, self.updated_at, score)
-
-    def address(self) -> Address:
-        return _address(self.namespace, self.key)
-
-    def metadata(self, owner: str) -> dict[str, Any]:
-        return {
-            **_search_keys(owner, self.namespace, self.value, self.indexed),
-            META: {
-                "namespace": list(self.namespace),
-                "key": self.key,
-                "value": self.value,
-                "index": self.indexed,
-                "ttl": self.ttl,
-                "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
-            },
-        }
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-
-def _parse(memory: Memory, keyed: bool = True) -> _Stored | None:
-    """The item a memory holds, or None for a memory that is not a store item. A keyed memory's
-    own created_at and updated_at are the item's (the store keeps its created_at when it is
-    written over); one an older recall wrote has them in its metadata only (`keyed=False`)."""
-    data = memory.metadata.get(META) if memory.type == MEMORY_TYPE else None
-    if not isinstance(data, dict):
-        return None
-    try:
-        namespace = tuple(data["namespace"])
-        key = data["key"]
-        value = data["value"]
-        # A keyed memory's times are its own columns; the metadata has them only from an older recall.
-        created = memory.created_at if keyed else datetime.fromisoformat(data["created_at"])
-        updated = memory.updated_at if keyed else datetime.fromisoformat(data["updated_at"])
-        expires = None if data.get("expires_at") is None else datetime.fromisoformat(data["expires_at"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if not isinstance(key, str) or not isinstance(value, dict) or not all(isinstance(p, str) for p in namespace):
-        return None
-    ttl = data.get("ttl")
-    return _Stored(
-        memory.id,
-        namespace,
-        key,
-        value,
-        created,
-        updated,
-        data.get("index") is not False,
-        float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None,
-        expires,
-    )
-
-
-def _address(namespace: Sequence[str], key: str) -> Address:
-    return Address(NAMESPACE_SEPARATOR.join(namespace), key)
-
-
-def _text_leaves(value: Mapping[str, Any], path: str = "") -> Iterable[tuple[str, str]]:
-    """(dotted path, text) of each text value of an item, nested objects included."""
-    for field, inner in value.items():
-        where = f"{path}.{field}" if path else str(field)
-        if isinstance(inner, str):
-            yield where, inner
-        elif isinstance(inner, Mapping):
-            yield from _text_leaves(inner, where)
-
-
-def _kept(key: str, value: str) -> bool:
-    """Whether the search index keeps this metadata key and text (`search/metadata.py`)."""
-    return len(key) <= MAX_KEY_CHARS and len(value) <= MAX_VALUE_CHARS
-
-
-def _search_keys(owner: str, namespace: Sequence[str], value: Mapping[str, Any], indexed: bool) -> dict[str, Any]:
-    """The metadata keys a query search filters the store's items on (see `_conditions`)."""
-    keys: dict[str, Any] = {_OWNER_KEY: owner.lower(), _INDEXED_KEY: indexed}
-    keys.update((_LABEL_KEY.format(depth), label) for depth, label in enumerate(namespace))
-    keys.update((_VALUE_KEY.format(path), text) for path, text in _text_leaves(value))
-    return {k: v for k, v in keys.items() if not isinstance(v, str) or _kept(k, v)}
-
-
-def _conditions(owner: str, prefix: Sequence[str], filter: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What recall's search can check of a query search before it ranks: the owner, indexed
-    items only, the prefix's labels, and each filter key asking for a text (equal as JSON text
-    and as Python compare it). Every hit is still checked whole (`_filter_matches`): these only
-    keep the search from ranking what cannot pass."""
-    conditions: dict[str, Any] = {_OWNER_KEY: owner.lower(), _INDEXED_KEY: True}
-    for depth, label in enumerate(prefix):
-        key = _LABEL_KEY.format(depth)
-        if len(conditions) < MAX_CONDITIONS and _kept(key, label):
-            conditions[key] = label
-    for path, wanted in (filter or {}).items():
-        key = _VALUE_KEY.format(path)
-        if isinstance(wanted, str) and len(conditions) < MAX_CONDITIONS and _kept(key, wanted):
-            conditions[key] = wanted
-    return conditions
 
 
 def _check_namespace(namespace: tuple[str, ...], *, writing: bool = False) -> None:
@@ -243,181 +113,6 @@ def _check_namespace(namespace: tuple[str, ...], *, writing: bool = False) -> No
             )
     if writing and namespace[0] == "langgraph":
         raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
-
-
-def _render(value: Mapping[str, Any]) -> str:
-    """The whole value as text to search: one `field: value` line per top-level field."""
-    lines = []
-    for field, inner in value.items():
-        text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
-        lines.append(f"{field}: {text}")
-    return "\n".join(lines)
-
-
-def _search_text(value: Mapping[str, Any], paths: Sequence[str]) -> str:
-    texts: list[str] = []
-    for path in paths:
-        texts.extend([_render(value)] if path == "$" else get_text_at_path(dict(value), path))
-    return "\n".join(t for t in texts if t.strip())
-
-
-#: A filter key LangGraph's SQLite store accepts (the same check, the same error).
-_FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
-
-
-def _check_filter(filter: Mapping[str, Any]) -> None:
-    """Refuse the filter keys LangGraph's SQLite store refuses, before any item is compared."""
-    for key in filter:
-        if not isinstance(key, str) or not _FILTER_KEY.match(key):
-            raise ValueError(
-                f"Invalid filter key: '{key}'. Filter keys must contain only alphanumeric characters,"
-                " underscores, dots, and hyphens."
-            )
-
-
-def _filter_matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
-    """A search's filter (checked by `_check_filter`), as LangGraph's SQLite store reads it: each
-    key a path into the value (`user.access-level`), compared with what it wants by `_matches`."""
-    for key, wanted in filter.items():
-        found: Any = value
-        for part in key.split("."):
-            found = found.get(part) if isinstance(found, dict) else None
-        if not _matches(found, wanted):
-            return False
-    return True
-
-
-def _matches(value: Any, wanted: Any) -> bool:
-    """LangGraph's filter: exact JSON equality, nested objects field by field, and the operators
-    $eq, $ne, $gt, $gte, $lt and $lte."""
-    if isinstance(wanted, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
-            return all(_compare(value, op, operand) for op, operand in wanted.items())
-        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(value, list | tuple)
-            and len(value) == len(wanted)
-            and all(_matches(v, w) for v, w in zip(value, wanted, strict=True))
-        )
-    return bool(value == wanted)
-
-
-def _compare(value: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return bool(value == operand)
-    if op == "$ne":
-        return bool(value != operand)
-    if op not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"Unsupported operator: {op}")
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
-
-
-def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"Unsupported match type: {condition.match_type}")
-    return all(p == "*" or n == p for n, p in pairs)
-
-
-#: The keys of LangGraph's `IndexConfig`, all of which recall reads.
-_INDEX_KEYS = ("dims", "embed", "fields")
-#: Names of the bundled model, all-MiniLM-L6-v2, that an `IndexConfig`'s `embed` may give (after a
-#: provider prefix such as `huggingface:` and `sentence-transformers/`; any case).
-_MINILM_NAMES = frozenset({"minilm", "all-minilm", "all-minilm-l6-v2", "all-minilm-l6-v2-int8"})
-
-
-def _store_model(mem: Recall) -> tuple[str, int] | None:
-    """(name, dims) of the model that embeds the store; None when it searches by keywords only."""
-    index = mem.service.index
-    embedder = index.embedder if index is not None else None
-    return None if embedder is None else (embedder.name, embedder.dim)
-
-
-def _names_model(embed: str, model: str) -> bool:
-    """Whether `embed` (a LangGraph provider string, e.g. `huggingface:sentence-transformers/all-MiniLM-L6-v2`)
-    names the store's model `model`."""
-    name = embed.strip().lower()
-    name = name.split(":", 1)[1] if ":" in name else name
-    name = name.removeprefix("sentence-transformers/")
-    if model.lower().startswith("all-minilm-l6-v2"):
-        return name in _MINILM_NAMES or name == model.lower()
-    return name == model.lower()
-
-
-def _check_model(mem: Recall, config: Mapping[str, Any]) -> None:
-    """Refuse an `IndexConfig` whose `dims` or `embed` is not the store's own model: one model embeds
-    a whole store (messages, memories, facts and these items are searched together), chosen when
-    the store opens (`Settings(embeddings=...)`)."""
-    model = _store_model(mem)
-    how = (
-        "recall embeds a whole store with one model, chosen when the store opens: "
-        "Recall(db, settings=Settings(embeddings='minilm')) for all-MiniLM-L6-v2 (384 dims, bundled; the default) "
-        "or Settings(embeddings='none') for keyword search only"
-    )
-    dims = config.get("dims")
-    if dims is not None:
-        if model is None:
-            raise InvalidInputError(
-                "index",
-                f"dims is {dims!r}, but this store makes no vectors (Settings(embeddings='none')): leave dims "
-                f"out ({how})",
-            )
-        if isinstance(dims, bool) or dims != model[1]:
-            raise InvalidInputError(
-                "index",
-                f"dims is {dims!r}, but the store's embedding model ({model[0]}) makes {model[1]}-dimensional "
-                f"vectors: leave dims out or give {model[1]} ({how})",
-            )
-    embed = config.get("embed")
-    if embed is None:
-        return
-    shown = repr(embed) if len(repr(embed)) <= 80 else repr(embed)[:77] + "..."
-    if model is None:
-        raise InvalidInputError(
-            "index",
-            f"embed is {shown}, but this store makes no vectors (Settings(embeddings='none')): leave embed out ({how})",
-        )
-    if not isinstance(embed, str) or not _names_model(embed, model[0]):
-        raise InvalidInputError(
-            "index",
-            f"embed is {shown}, which recall cannot use: {how}. Leave embed out, or name the store's model "
-            f"({'minilm' if model[0].lower().startswith('all-minilm') else model[0]!r})",
-        )
-
-
-def _index_fields(mem: Recall, index: IndexConfig | Sequence[str] | str | None) -> tuple[str, ...]:
-    """The JSON paths whose text is searched: a list of them, or LangGraph's `IndexConfig` (its
-    `fields`; its `dims` and `embed` must be the store's own model). Default: `$`, the whole value."""
-    if index is None:
-        return ("$",)
-    if isinstance(index, Mapping):
-        unknown = sorted(repr(k) for k in index if k not in _INDEX_KEYS)
-        if unknown:
-            raise InvalidInputError(
-                "index", f"unknown IndexConfig key {', '.join(unknown)}: recall reads {', '.join(_INDEX_KEYS)}"
-            )
-        _check_model(mem, index)
-        fields: Any = index.get("fields")
-    else:
-        fields = index
-    paths = [fields] if isinstance(fields, str) else list(fields or ())
-    for path in paths:
-        if not isinstance(path, str) or not path.strip():
-            raise InvalidInputError(
-                "index", f"fields are JSON paths of the value (such as 'text' or 'user.name'), got {path!r}"
-            )
-    return tuple(paths) if paths else ("$",)
 
 
 class RecallStore(BaseStore):
@@ -456,7 +151,7 @@ class RecallStore(BaseStore):
     ) -> None:
         check_min_score(min_score)
         self.mem = mem
-        self.fields: tuple[str, ...] = _index_fields(mem, index)
+        self.fields: tuple[str, ...] = index_fields(mem, index)
         self.world = resolve_world(mem, world, create)
         self.agent: Agent | None = ensure_agent(self.world, agent, create) if agent is not None else None
         self.importance = importance
@@ -480,7 +175,7 @@ class RecallStore(BaseStore):
             results: list[Result] = []
             # Puts in a row are written together, in one transaction (a bulk load at the speed of
             # the store, not of a transaction per item); any other operation sees them written.
-            writes: dict[tuple[tuple[str, ...], str], tuple[_Stored, str]] = {}
+            writes: dict[tuple[tuple[str, ...], str], tuple[StoredItem, str]] = {}
             for op in ops:
                 if isinstance(op, PutOp) and op.value is not None:
                     stored, text = self._put(op, writes)
@@ -521,13 +216,13 @@ class RecallStore(BaseStore):
     def _delete_at(self, op: PutOp) -> None:
         namespace = tuple(op.namespace)
         _check_namespace(namespace)
-        gone = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, str(op.key)))
+        gone = self._store.keyed_memory(self.world.key, self._owner, item_address(namespace, str(op.key)))
         if gone is not None:
             self._delete(gone.id)
 
     def _put(
-        self, op: PutOp, pending: Mapping[tuple[tuple[str, ...], str], tuple[_Stored, str]]
-    ) -> tuple[_Stored, str]:
+        self, op: PutOp, pending: Mapping[tuple[tuple[str, ...], str], tuple[StoredItem, str]]
+    ) -> tuple[StoredItem, str]:
         """The item a put writes, and its text to search (`pending`: the puts before it in its
         batch, not written yet: an item put twice keeps its first created_at)."""
         namespace, key = tuple(op.namespace), str(op.key)
@@ -539,7 +234,7 @@ class RecallStore(BaseStore):
         old = earlier[0] if earlier is not None else None
         now = datetime.now(UTC)
         ttl = None if op.ttl is None else float(op.ttl)
-        stored = _Stored(
+        stored = StoredItem(
             0,
             namespace,
             key,
@@ -551,12 +246,12 @@ class RecallStore(BaseStore):
             None if ttl is None else now + timedelta(minutes=ttl),
         )
         paths = op.index if isinstance(op.index, list) else self.fields
-        return stored, _search_text(stored.value, paths) if stored.indexed else ""
+        return stored, search_text(stored.value, paths) if stored.indexed else ""
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         _check_namespace(prefix)
-        _check_filter(op.filter or {})
+        check_filter(op.filter or {})
         if op.query and op.query.strip():
             page = self._ranked(op.query, prefix, op.filter, op.offset + op.limit)[op.offset : op.offset + op.limit]
         else:
@@ -566,10 +261,10 @@ class RecallStore(BaseStore):
             page = [(self._refresh(s), score) for s, score in page]
         return [s.search_item(score) for s, score in page]
 
-    def _passes(self, stored: _Stored, prefix: tuple[str, ...], filter: Mapping[str, Any] | None) -> bool:
-        return stored.namespace[: len(prefix)] == prefix and (not filter or _filter_matches(stored.value, filter))
+    def _passes(self, stored: StoredItem, prefix: tuple[str, ...], filter: Mapping[str, Any] | None) -> bool:
+        return stored.namespace[: len(prefix)] == prefix and (not filter or filter_matches(stored.value, filter))
 
-    def _newest(self, prefix: tuple[str, ...], filter: Mapping[str, Any] | None, wanted: int) -> Iterator[_Stored]:
+    def _newest(self, prefix: tuple[str, ...], filter: Mapping[str, Any] | None, wanted: int) -> Iterator[StoredItem]:
         """The live items under `prefix` that pass `filter`, newest write first: read a page at a
         time, each page as large as what is still wanted (at least _PAGE)."""
         before: tuple[datetime, int] | None = None
@@ -589,19 +284,19 @@ class RecallStore(BaseStore):
 
     def _ranked(
         self, query: str, prefix: tuple[str, ...], filter: Mapping[str, Any] | None, wanted: int
-    ) -> list[tuple[_Stored, float | None]]:
+    ) -> list[tuple[StoredItem, float | None]]:
         """What recall's search finds for `query` among the store's items under `prefix` that
         pass `filter`, best first, with its scores: at least `wanted` of them when there are."""
         if wanted <= 0:
             return []
         if self.fresh_search:
             self.mem.refresh_index()
-        conditions = _conditions(self._owner, prefix, filter)
+        conditions = search_conditions(self._owner, prefix, filter)
         k = min(_MAX_K, max(10, 2 * wanted))
         while True:
             hits = self._recall_search(query, k, conditions)
             memories = self._store.memories_among(self.world.key, [h.source_id for h in hits])
-            ranked: list[tuple[_Stored, float | None]] = []
+            ranked: list[tuple[StoredItem, float | None]] = []
             for hit in hits:
                 memory = memories.get(hit.source_id)
                 stored = self._live(memory) if memory is not None else None
@@ -630,7 +325,7 @@ class RecallStore(BaseStore):
             tuple(name.split(NAMESPACE_SEPARATOR))
             for name in self._store.keyed_namespaces(self.world.key, self._owner, NAMESPACE_SEPARATOR.join(prefix))
         }
-        kept = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)}
+        kept = {ns for ns in namespaces if all(namespace_matches(c, ns) for c in conditions)}
         if op.max_depth is not None:
             kept = {ns[: op.max_depth] for ns in kept}
         return sorted(kept)[op.offset : op.offset + op.limit]
@@ -641,17 +336,17 @@ class RecallStore(BaseStore):
     def _store(self) -> Store:
         return self.mem.service.store
 
-    def _at(self, namespace: tuple[str, ...], key: str) -> _Stored | None:
+    def _at(self, namespace: tuple[str, ...], key: str) -> StoredItem | None:
         """The live item at (namespace, key), if there is one."""
-        memory = self._store.keyed_memory(self.world.key, self._owner, _address(namespace, key))
+        memory = self._store.keyed_memory(self.world.key, self._owner, item_address(namespace, key))
         return None if memory is None else self._live(memory)
 
-    def _live(self, memory: Memory) -> _Stored | None:
+    def _live(self, memory: Memory) -> StoredItem | None:
         """The item a memory of this store holds; None for another memory, or an expired item
         (deleted, as every operation that comes across one does)."""
         if memory.owner.lower() != self._owner.lower():
             return None
-        stored = _parse(memory)
+        stored = parse_item(memory)
         if stored is None:
             return None
         if stored.expired(datetime.now(UTC)):
@@ -660,20 +355,12 @@ class RecallStore(BaseStore):
         return stored
 
     def _adopt(self) -> None:
-        """Give the items an older recall wrote (without an address) theirs, once per store:
-        each written again at its address, oldest first (so the newest copy of an item wins),
-        and the old memory deleted."""
-        if self._adopted:
-            return
-        while batch := self._store.unkeyed_memories(self.world.key, self._owner, _ADOPT_BATCH):
-            parsed = [(_parse(memory, keyed=False), memory) for memory in batch]
-            now = datetime.now(UTC)
-            self._write([(s, m.content) for s, m in parsed if s is not None and not s.expired(now)])
-            for memory in batch:
-                self._delete(memory.id)
-        self._adopted = True
+        """Adopt the items an older recall wrote (`langgraph_adopt.py`), once per store."""
+        if not self._adopted:
+            adopt(self._store, self.world.key, self._owner, self._write, self._delete)
+            self._adopted = True
 
-    def _write(self, items: Sequence[tuple[_Stored, str]]) -> list[_Stored]:
+    def _write(self, items: Sequence[tuple[StoredItem, str]]) -> list[StoredItem]:
         """Store the items at their addresses (over what was there), in one transaction, with
         their texts to search; the items with their memories' ids."""
         if not items:
@@ -709,7 +396,7 @@ class RecallStore(BaseStore):
                 self.world.key, memory_id, self.agent.id if self.agent is not None else None
             )
 
-    def _refresh(self, stored: _Stored) -> _Stored:
+    def _refresh(self, stored: StoredItem) -> StoredItem:
         """Restart an item's TTL (a read with refresh_ttl): written again with a new expiry."""
         if stored.ttl is None:
             return stored
