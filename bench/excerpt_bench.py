@@ -31,7 +31,7 @@ from rich.table import Table
 
 from recall.core.excerpts import excerpt
 from recall.core.tokens import TokenCounter
-from recall.search.local import words
+from recall.search.local_words import words
 
 TARGET_EXTRA_MS = 5.0
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "excerpt_bench.json"

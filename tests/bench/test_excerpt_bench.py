@@ -9,7 +9,7 @@ from pathlib import Path
 
 from recall.core.excerpts import excerpt
 from recall.core.tokens import TokenCounter
-from recall.search.local import words
+from recall.search.local_words import words
 from tests.bench.scripts import load_bench_script
 
 excerpt_bench = load_bench_script("excerpt_bench")

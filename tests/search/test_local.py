@@ -15,9 +15,11 @@ from numpy.typing import NDArray
 
 from recall import Recall, Settings
 from recall.search import local as local_module
+from recall.search import local_partition
 from recall.search.base import Filters, IndexItem
 from recall.search.embeddings import Embedder, default_embedder
-from recall.search.local import LocalIndex, LocalRow
+from recall.search.local import LocalIndex
+from recall.search.local_partition import LocalRow
 from recall.search.open import search_index
 from recall.store.sqlite import SQLiteStore
 
@@ -89,7 +91,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     exact path only when at most 20 rows pass)."""
     if request.param == "graph":
         monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 100)
-        monkeypatch.setattr(local_module, "EXACT_MAX_ROWS", 20)
+        monkeypatch.setattr(local_partition, "EXACT_MAX_ROWS", 20)
     yield request.param
 
 
@@ -122,7 +124,7 @@ def test_nearest_is_the_brute_force_answer_under_every_filter(mode: str, f: Filt
 
 def test_rows_added_after_the_graph_are_found(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 100)
-    monkeypatch.setattr(local_module, "EXACT_MAX_ROWS", 10)
+    monkeypatch.setattr(local_partition, "EXACT_MAX_ROWS", 10)
     rng = np.random.default_rng(1)
     index = LocalIndex(DIM)
     first = _rows(rng, 500)
@@ -283,7 +285,7 @@ def test_a_store_with_the_old_sqlite_vec_table_re_embeds_once(tmp_path: Path) ->
 
 def _bm25(rows: Sequence[LocalRow], terms: Sequence[str], f: Filters) -> dict[int, float]:
     """BM25 written out the slow way, over the live rows of the partition (text 1, context 0.5)."""
-    from recall.search.local import BM25_B, BM25_K1, words
+    from recall.search.local_words import BM25_B, BM25_K1, words
 
     def counts(row: LocalRow) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -404,12 +406,12 @@ def test_the_best_scores_are_picked_exactly_with_ties_in_row_order() -> None:
             else rng.random(n, dtype=np.float32)
         )
         expected = np.sort(np.lexsort((np.arange(n), -scores))[:limit])
-        assert np.array_equal(local_module.best_positions(scores, limit), expected)
+        assert np.array_equal(local_partition.best_positions(scores, limit), expected)
     # A sample whose bound lets fewer than `limit` through: the whole selection decides.
     scores = np.zeros(16_000, dtype=np.float32)
     scores[np.arange(15) * 20] = 10.0
     expected = np.sort(np.lexsort((np.arange(16_000), -scores))[:100])
-    assert np.array_equal(local_module.best_positions(scores, 100), expected)
+    assert np.array_equal(local_partition.best_positions(scores, 100), expected)
 
 
 def test_frequent_terms_scored_from_dense_rows_score_exactly_as_their_postings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -425,7 +427,7 @@ def test_frequent_terms_scored_from_dense_rows_score_exactly_as_their_postings(m
     index.apply([(r.item_id, r) for r in rows[:400]], synced=1)
 
     def scored(share: int) -> list[list[tuple[int, float]]]:
-        monkeypatch.setattr(local_module, "DENSE_SHARE", share)
+        monkeypatch.setattr(local_partition, "DENSE_SHARE", share)
         return [index.keyword(list(query), f, 50) for query in (vocabulary[:3], vocabulary) for f in FILTERS[:3]]
 
     for step in range(3):

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from recall.search import local as local_module
+from recall.search import local_partition
 from recall.search.base import Filters
-from recall.search.local import LocalIndex, LocalRow
+from recall.search.local import LocalIndex
+from recall.search.local_partition import LocalRow
 
 DIM = 8
 ALL = Filters("t", "w", ("message", "memory", "fact"), None, None, None, None, None, None)
@@ -27,7 +29,7 @@ def rows(n: int, space: str = "w") -> list[LocalRow]:
 
 def test_a_deleted_item_leaves_the_matrix_the_graph_and_the_postings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_module, "GRAPH_MIN_ROWS", 50)
-    monkeypatch.setattr(local_module, "EXACT_MAX_ROWS", 5)
+    monkeypatch.setattr(local_partition, "EXACT_MAX_ROWS", 5)
     index = LocalIndex(DIM)
     made = rows(80)
     index.apply([(r.item_id, r) for r in made], 1)

@@ -24,7 +24,8 @@ from recall.cli import app
 from recall.errors import InvalidInputError
 from recall.search import index_items
 from recall.search.base import Filters
-from recall.search.local import LocalIndex, LocalRow
+from recall.search.local import LocalIndex
+from recall.search.local_partition import LocalRow
 from recall.search.metadata import MAX_CONDITIONS, Condition, indexed, matches, parse
 from recall.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from recall.store.sqlite import sqlite3 as store_sqlite3

@@ -18,7 +18,9 @@ from recall.core.tokens import TokenCounter
 from recall.search.base import Filters
 from recall.search.embeddings import default_embedder
 from recall.search.index import EMBED_MAX_TEXTS
-from recall.search.local import LocalIndex, LocalRow, words
+from recall.search.local import LocalIndex
+from recall.search.local_partition import LocalRow
+from recall.search.local_words import words
 from recall.search.open import search_index
 from recall.search.passage_vectors import penalty_for
 

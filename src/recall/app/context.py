@@ -260,7 +260,7 @@ class Contexts:
             return None
         # With the index (numpy), not with `import recall`.
         from recall.search.base import WORD
-        from recall.search.local import words
+        from recall.search.local_words import words
         from recall.search.stopwords import STOP_WORDS
 
         # Every stored message is found by its words, whether or not the indexer got to it: a

@@ -2,7 +2,8 @@
 
 `build_context` is a pure function of its inputs: the same stored data gives the same
 output, byte for byte. It reads the agent's memory newest first and stops as soon as it has
-enough, so its cost depends on the history limit, not on the size of the store.
+enough, so its cost depends on the history limit, not on the size of the store. The blocks
+between the prompt and the history, and their order in the report, are `core/context_blocks.py`'s.
 """
 
 from __future__ import annotations
@@ -11,14 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from recall.core.context_parts import (
-    MESSAGE_SECTIONS,
-    SECTIONS,
-    ContextBlock,
-    ContextMessage,
-    ContextReport,
-    ReportItem,
-)
+from recall.core.context_blocks import fit_blocks, insert_recalled, report_order, section_names
+from recall.core.context_parts import ContextMessage, ContextReport, ReportItem
 from recall.core.context_records import SUMMARY_HEADER, Context, ContextRequest
 from recall.core.escaping import escape
 from recall.core.excerpts import CHARS_PER_TOKEN_BOUND, Analysis
@@ -168,7 +163,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
     if req.max_tokens <= 0:
         raise InvalidInputError("max_tokens", f"must be a positive number of tokens, got {req.max_tokens}")
 
-    names = _section_names(req.blocks)
+    names = section_names(req.blocks)
     scan = scan if scan is not None else scan_memory(req)
     if not scan.found_trigger:
         raise InvalidInputError(
@@ -198,7 +193,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         dropped: list[ReportItem] = []
     elif fixed + sum(m.tokens for m in earlier_incoming) <= req.max_tokens:
         # Everything new fits: it all stays incoming; blocks, then the history, take the rest.
-        blocks, items, used = _fit_blocks(req, fixed + sum(m.tokens for m in earlier_incoming))
+        blocks, items, used = fit_blocks(req, fixed + sum(m.tokens for m in earlier_incoming))
         history, dropped, notes = _fit_history(req, history_all, req.max_tokens - used, originals)
         body = [*history, *incoming_all]
     else:
@@ -207,7 +202,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         # kept (those stay incoming); blocks get what is left.
         earlier = [*history_all, *earlier_incoming]
         fitted, dropped, notes = _fit_history(req, earlier, req.max_tokens - fixed, originals, "messages")
-        blocks, items, _ = _fit_blocks(req, fixed + sum(m.tokens for m in fitted))
+        blocks, items, _ = fit_blocks(req, fixed + sum(m.tokens for m in fitted))
         body = [*fitted, *trigger]
         shown = sum(1 for m in fitted if m.section == "incoming")
         notes.append(
@@ -223,7 +218,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
         recalled = pack_recalled(
             req.recalled, room, visible, req.counter, req.chat_id, hidden, req.trigger_id, analysis=Analysis()
         )
-        _insert_recalled(blocks, recalled.message)
+        insert_recalled(blocks, recalled.message)
         items.extend(recalled.items)
         notes.extend(recalled.notes)
     messages = (*system, *blocks, *body)
@@ -237,7 +232,7 @@ def build_context(req: ContextRequest, scan: Scan | None = None) -> Context:
             )
     items.extend(dropped)
     items.extend(scan.items)
-    items.sort(key=lambda item: _report_order(item, names))
+    items.sort(key=lambda item: report_order(item, names))
 
     unlisted: dict[str, int] = {}
     if req.chat_memory_total is not None and req.chat_memory_total > scan.read_in_chat:
@@ -276,13 +271,6 @@ def _hidden(items: Sequence[ReportItem]) -> dict[int, str]:
     return {int(i.id): str(i.reason) for i in items if isinstance(i.id, int) and i.reason in _HIDDEN}
 
 
-def _insert_recalled(blocks: list[ContextMessage], recalled: ContextMessage | None) -> None:
-    """The recalled past goes after the facts and long-term memories, before the caller's
-    blocks and observations."""
-    if recalled is not None:
-        blocks.insert(sum(1 for b in blocks if b.section in ("memory", "long_term")), recalled)
-
-
 def _addresses(agent_id: str, message: Message) -> bool:
     """Whether a message mentions the agent: an unanswered mention stays visible (spec §3)."""
     return agent_id.lower() in (m.lower() for m in message.mentions)
@@ -318,7 +306,7 @@ def _spend_by_value(
     room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
     window, older = recent_window(conversation, req.window, room, cutter)
     taken += sum(m.tokens for m in window)
-    blocks, items, used = _fit_blocks(req, taken)
+    blocks, items, used = fit_blocks(req, taken)
     pool = history_candidates(
         conversation[:older],
         req.recalled.candidates,
@@ -339,7 +327,7 @@ def _spend_by_value(
         pool,
         analysis,
     )
-    _insert_recalled(blocks, recalled.message)
+    insert_recalled(blocks, recalled.message)
     for m in window:
         source = originals[m.source_id] if m.source_id is not None else None
         if source is not None:
@@ -391,61 +379,3 @@ def _paired(body: list[ContextMessage]) -> tuple[list[ContextMessage], set[int]]
 
 def _unpaired(item: ReportItem) -> ReportItem:
     return ReportItem(item.kind, item.id, False, item.section, "outranked", 0, item.sender, item.chat_id, item.score)
-
-
-def _section_names(blocks: Sequence[ContextBlock]) -> list[str]:
-    """The report's sections in output order: the standard ones, and the names of the
-    caller's own blocks before `observations` (where the service places a caller's blocks)."""
-    names = list(SECTIONS)
-    for block in blocks:
-        section = block.section
-        if not isinstance(section, str) or not section.strip() or section in MESSAGE_SECTIONS:
-            raise InvalidInputError(
-                "blocks",
-                f"a block needs a name of its own, not empty and not one of {', '.join(MESSAGE_SECTIONS)}; "
-                f"got {section!r}",
-            )
-        if section not in names:
-            names.insert(names.index("observations"), section)
-    return names
-
-
-def _fit_blocks(req: ContextRequest, used: int) -> tuple[list[ContextMessage], list[ReportItem], int]:
-    """Context blocks are optional: keep them in order while they fit after `used` tokens."""
-    blocks: list[ContextMessage] = []
-    items: list[ReportItem] = []
-    for block in req.blocks:
-        if not block.content:
-            continue
-        message = _system(req, block.content, block.section)
-        fits = used + message.tokens <= req.max_tokens
-        if fits:
-            blocks.append(message)
-            used += message.tokens
-        items.append(
-            ReportItem("block", block.section, fits, block.section, None if fits else "over-budget", message.tokens)
-        )
-        items.extend(_block_items(block, fits))
-    return blocks, items, used
-
-
-def _block_items(block: ContextBlock, block_fits: bool) -> list[ReportItem]:
-    """The candidates inside a block (facts, memories, similar messages): each in or out, and why.
-
-    An item dict carries `kind`, `id`, optionally `included` (False when it did not fit the
-    block's own budget, e.g. a fact beyond `max_injection_tokens`) and its scores."""
-    out = []
-    for item in block.items:
-        included = block_fits and bool(item.get("included", True))
-        reason = None if included else "over-budget"
-        scores = {k: v for k, v in item.items() if k not in ("kind", "id", "included")}
-        out.append(ReportItem(str(item["kind"]), item["id"], included, block.section, reason, score=scores or None))
-    return out
-
-
-def _report_order(item: ReportItem, names: Sequence[str]) -> tuple[int, int]:
-    """Blocks first in their order, each followed by its candidates; then messages oldest first."""
-    if item.kind == "block" or (item.section is not None and item.section not in MESSAGE_SECTIONS):
-        section = str(item.id) if item.kind == "block" else str(item.section)
-        return (0, 2 * (names.index(section) if section in names else len(names)) + (item.kind != "block"))
-    return (1, int(item.id) if isinstance(item.id, int) else 0)

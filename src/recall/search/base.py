@@ -56,7 +56,7 @@ ITEM_COLUMNS = "s.id, s.kind, s.source_id, s.text, s.space, s.owner, s.chat_id, 
 #: The columns of `search_items s` a `Candidate` is made of (its score follows).
 CANDIDATE_COLUMNS = "s.id, s.kind, s.source_id, s.sender, s.chat_id, s.created_at, length(s.text)"
 
-#: Words as the keyword engine splits them (the copy in memory, `local.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
+#: Words as the keyword engine splits them (the copy in memory, `local_words.words`); everything else (quotes, *, -, :, parens, `&`, `|`) is dropped, so no user
 #: text can be read as query syntax.
 WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from recall.search.base import RowStore, marks
-from recall.search.local import LocalIndex, LocalRow
+from recall.search.local import LocalIndex
+from recall.search.local_partition import LocalRow
 
 _CHANGED = "search_changed"
 
