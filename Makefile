@@ -42,10 +42,17 @@ wheelhouse: $(WHEELHOUSE_STAMP)
 run: $(STAMP)
 	$(BIN)/recall serve --demo
 
+# Besides style and types: the import graph (pyproject's [tool.importlinter]: layers point down,
+# no circles) and every module of src/ at most MAX_MODULE_LINES long.
+MAX_MODULE_LINES := 450
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	@long=$$(find src -name '*.py' -exec wc -l {} + | awk '$$2 != "total" && $$1 > $(MAX_MODULE_LINES)'); \
+	if [ -n "$$long" ]; then echo "modules over $(MAX_MODULE_LINES) lines (split them along their seams):"; echo "$$long"; exit 1; fi
 
 # The suite, then its SQLite-facing part again on Python's standard sqlite3 (what recall runs on
 # where pysqlite3-binary has no wheel: tests/__init__.py).
