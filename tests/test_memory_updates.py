@@ -328,7 +328,7 @@ def test_the_service_gives_its_indexer_the_sweep(tmp_path: Path) -> None:
 class _Idle:
     """An index with nothing to do."""
 
-    def step(self, batch: int = 64) -> int:
+    def step(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
         return 0
 
     def maintain(self) -> int:

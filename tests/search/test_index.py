@@ -572,11 +572,11 @@ class _Failing:
         self.index = index
         self.failures = 0
 
-    def step(self, batch: int = 64) -> int:
+    def step(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
         if self.failures < 2:
             self.failures += 1
             raise OSError("disk I/O error")
-        return self.index.step(batch)
+        return self.index.step(batch, should_stop)
 
     def maintain(self) -> int:
         return self.index.maintain()

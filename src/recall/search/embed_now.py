@@ -13,7 +13,7 @@ and a search embeds the fresh posts its keywords find).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from recall.search.base import MAX_PARAMS, marks
@@ -30,7 +30,9 @@ logger = logging.getLogger("recall.indexer")
 EMBED_MAX_TEXTS = 256
 
 
-def embed_rows(index: IndexItems, found: Sequence[Sequence[Any]]) -> tuple[int, int]:
+def embed_rows(
+    index: IndexItems, found: Sequence[Sequence[Any]], should_stop: Callable[[], bool] | None = None
+) -> tuple[int, int]:
     """Embed the first of `found` (rows of `search_items`: id, text, kind, sender), as many as
     hold EMBED_MAX_TEXTS texts with their passages (one at least), and store their vectors;
     (rows taken, vectors stored). The model runs outside the store's lock (it takes tens of
@@ -48,7 +50,9 @@ def embed_rows(index: IndexItems, found: Sequence[Sequence[Any]]) -> tuple[int, 
             break
         items.append(texts)
     rows = [(r[0], r[1]) for r in found[: len(items)]]
-    vectors = embed_with_passages(embedder, items)
+    vectors = embed_with_passages(embedder, items, should_stop)
+    if vectors is None:
+        return 0, 0  # stopped between runs of the model: the items stay pending
     backend = index._backend
     with index._store._write() as db:
         # Storing vectors counts a change (the counter's row) before it updates the items;

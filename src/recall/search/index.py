@@ -36,7 +36,6 @@ from recall.search.base import (
     similarity,
 )
 from recall.search.checks import check_query, search_filters
-from recall.search.embed_now import EMBED_MAX_TEXTS as EMBED_MAX_TEXTS  # where it was defined before
 from recall.search.index_items import IndexItems
 from recall.search.pending import Space, embed_pending
 from recall.search.ranking import hybrid_depth, rank, relevance
@@ -109,16 +108,20 @@ class SearchIndex(IndexItems):
         #: Texts embedded at query time, until the indexer stores their vectors.
         self._fresh = FreshVectors()
 
-    def embed_pending(self, batch: int = 64, space: Space | None = None) -> int:
+    def embed_pending(
+        self, batch: int = 64, space: Space | None = None, should_stop: Callable[[], bool] | None = None
+    ) -> int:
         """Embed up to `batch` items not embedded yet (in `space` alone: a world's), oldest first
-        (fewer where long texts' passages reach EMBED_MAX_TEXTS); how many items were stored
-        (`pending.embed_pending`)."""
-        return embed_pending(self, batch, space)
+        (fewer where long texts' passages reach `embed_now.EMBED_MAX_TEXTS`); how many items were stored
+        (`pending.embed_pending`). `should_stop()`, asked between runs of the model, ends the
+        round early with nothing stored."""
+        return embed_pending(self, batch, space, should_stop)
 
-    def step(self, batch: int = 64) -> int:
-        """One bounded round of indexing: copy a batch of new messages, embed a batch of items.
-        The work done (messages copied + vectors stored); 0 means nothing was left."""
-        return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch)
+    def step(self, batch: int = 64, should_stop: Callable[[], bool] | None = None) -> int:
+        """One bounded round of indexing: copy a batch of new messages, embed a batch of items
+        (`should_stop` as for `embed_pending`). The work done (messages copied + vectors
+        stored); 0 means nothing was left."""
+        return self.index_messages(MESSAGE_BATCH) + self.embed_pending(batch, should_stop=should_stop)
 
     def maintain(self) -> int:
         """Keep what this process searches with up to date, off the request path: the copy in
@@ -130,7 +133,7 @@ class SearchIndex(IndexItems):
         """Index and embed until nothing is pending (or `should_stop()` says so); the work done."""
         total = 0
         while should_stop is None or not should_stop():
-            done = self.step(batch)
+            done = self.step(batch, should_stop)
             if done == 0:
                 break
             total += done

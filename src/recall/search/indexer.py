@@ -26,7 +26,7 @@ MAX_BACKOFF = 60.0
 class Indexable(Protocol):
     """What the indexer drives: a `SearchIndex` (or anything with the same calls)."""
 
-    def step(self, batch: int = ...) -> int: ...
+    def step(self, batch: int = ..., should_stop: Callable[[], bool] | None = ...) -> int: ...
 
     def maintain(self) -> int: ...
 
@@ -144,7 +144,9 @@ class BackgroundIndexer:
 
     def _round_of_work(self) -> None:
         try:
-            while self.indexing and not self._stopping.is_set() and self.index.step(self.batch) > 0:
+            while (
+                self.indexing and not self._stopping.is_set() and self.index.step(self.batch, self._stopping.is_set) > 0
+            ):
                 self._signal()
             # The copy in memory and its graphs follow what was indexed, here or elsewhere.
             while not self._stopping.is_set() and self.index.maintain() > 0:

@@ -20,7 +20,7 @@ vectors). The expected best of n chance similarities grows with log n, so a pass
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 PASSAGE_PENALTY = 0.10
 #: ... and more per natural log of its text's number of passages.
 PENALTY_PER_LOG = 0.05
+#: Texts one run of the model embeds before a stopping indexer may end its round.
+STOP_CHECK_TEXTS = 16
 #: Passages a store of them grows by when full.
 _GROWTH = 256
 
@@ -47,14 +49,24 @@ def passage_texts(text: str, prefix: str) -> list[str]:
     return [text, *(f"{prefix}{body[start:end]}" for start, end in passage_spans(body))]
 
 
-def embed_with_passages(embedder: Embedder, items: Sequence[Sequence[str]]) -> list[NDArray[np.float32]]:
+def embed_with_passages(
+    embedder: Embedder, items: Sequence[Sequence[str]], should_stop: Callable[[], bool] | None = None
+) -> list[NDArray[np.float32]] | None:
     """For each item's `passage_texts`, its vector, or for a long text a matrix: its own vector,
-    then its passages'. One run of the model."""
-    vectors = np.asarray(embedder.embed([text for texts in items for text in texts]), dtype=np.float32)
+    then its passages'. The model runs on STOP_CHECK_TEXTS texts at a time, and between runs
+    `should_stop()` may end the work: then None (nothing is stored, the items stay pending), so
+    a closing process waits for one short run, not for a round of long texts (which took 40 s)."""
+    texts = [text for texts in items for text in texts]
+    runs = []
+    for start in range(0, len(texts), STOP_CHECK_TEXTS):
+        if start and should_stop is not None and should_stop():
+            return None
+        runs.append(np.asarray(embedder.embed(texts[start : start + STOP_CHECK_TEXTS]), dtype=np.float32))
+    vectors = np.concatenate(runs) if runs else np.zeros((0, embedder.dim), dtype=np.float32)
     out, at = [], 0
-    for texts in items:
-        out.append(vectors[at] if len(texts) == 1 else vectors[at : at + len(texts)])
-        at += len(texts)
+    for texts_of_item in items:
+        out.append(vectors[at] if len(texts_of_item) == 1 else vectors[at : at + len(texts_of_item)])
+        at += len(texts_of_item)
     return out
 
 

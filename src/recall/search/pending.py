@@ -51,7 +51,9 @@ def uncopied(index: IndexItems) -> int:
     return int(row[0][0])
 
 
-def embed_pending(index: IndexItems, batch: int = 64, space: Space | None = None) -> int:
+def embed_pending(
+    index: IndexItems, batch: int = 64, space: Space | None = None, should_stop: Callable[[], bool] | None = None
+) -> int:
     """Embed up to `batch` items without a vector (in `space`), oldest first (fewer where long
     texts' passages reach `embed_now.EMBED_MAX_TEXTS`: `embed_rows`); how many were stored."""
     if index.embedder is None or batch < 1:
@@ -61,7 +63,7 @@ def embed_pending(index: IndexItems, batch: int = 64, space: Space | None = None
         f"SELECT id, text, kind, sender FROM search_items WHERE {condition} ORDER BY id LIMIT ?",
         (*values, int(batch)),
     )
-    return embed_rows(index, found)[1]
+    return embed_rows(index, found, should_stop)[1]
 
 
 def copy_messages(index: IndexItems, progress: Progress | None = None) -> int:
