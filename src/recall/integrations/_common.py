@@ -139,6 +139,13 @@ def ensure_human(world: World, human_id: str, create: bool = False) -> str:
         return human_id
 
 
+def bind(mem: Recall, world: str | World, agent: str, human: str, create: bool = False) -> tuple[World, Agent, str]:
+    """What an adapter acts as: the world (`resolve_world`), the agent (`ensure_agent`) and the
+    id to post the human's messages as (`ensure_human`), each refused or created as they say."""
+    bound = resolve_world(mem, world, create)
+    return bound, ensure_agent(bound, agent, create), ensure_human(bound, human, create)
+
+
 def chat_id_for(session_id: str) -> str:
     """A recall chat id for a framework's session id: the id itself when it is a valid chat id
     (ASCII letters, digits, `_` and `-`, at most 64), else `s-` and 32 hex digits of its SHA-256."""

@@ -66,12 +66,10 @@ from recall.core.routing import LANGCHAIN_SYSTEM_FOR, context_verdict, is_own
 from recall.errors import InvalidInputError
 from recall.integrations._common import (
     HiddenMessages,
+    bind,
     chat_id_for,
-    ensure_agent,
-    ensure_human,
     newest_first,
     note_key,
-    resolve_world,
 )
 
 #: The metadata field holding a message's LangChain form.
@@ -145,9 +143,7 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
                 "window", f"must be a number of messages, 1 or more (None: the whole chat), got {window!r}"
             )
         self.mem = mem
-        self.world = resolve_world(mem, world, create)
-        self.agent = ensure_agent(self.world, agent, create)
-        self.human = ensure_human(self.world, human, create)
+        self.world, self.agent, self.human = bind(mem, world, agent, human, create)
         self.chat = None if chat is None or chat == "" else chat_id_for(chat)
         self.window = window
         self.recalled = recalled

@@ -55,12 +55,10 @@ from recall.app.posting import PostRequest
 from recall.core.models import Message
 from recall.integrations._common import (
     HiddenMessages,
+    bind,
     chat_id_for,
-    ensure_agent,
-    ensure_human,
     newest_first,
     note_key,
-    resolve_world,
 )
 
 #: The metadata field holding the session id and the item.
@@ -111,9 +109,7 @@ class RecallSession:
         try:
             self.session_id = session_id
             self.chat = chat_id_for(session_id)
-            self.world = resolve_world(self.mem, world, create)
-            self.agent = ensure_agent(self.world, agent, create)
-            self.human = ensure_human(self.world, human, create)
+            self.world, self.agent, self.human = bind(self.mem, world, agent, human, create)
         except BaseException:
             if self._owned:
                 self.mem.close()
