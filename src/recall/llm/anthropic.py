@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.extras import require
 from recall.llm.base import HostedModel, ModelReply, Tool, ToolCall
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
@@ -25,13 +24,9 @@ class AnthropicModel(HostedModel):
 
     provider = "anthropic"
     sdk = "anthropic"
+    sdk_client = "Anthropic"
     sdk_error = "AnthropicError"
-
-    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
-        require("models", "an Anthropic chat model", ("anthropic",))
-        import anthropic
-
-        return anthropic.Anthropic(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    described = "an Anthropic chat model"
 
     def complete(
         self,

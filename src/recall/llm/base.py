@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from recall.errors import ModelError
+from recall.extras import require
 
 
 @runtime_checkable
@@ -125,8 +126,11 @@ class HostedModel:
     #: The provider's official package (`openai`, `anthropic`): loaded with the first client,
     #: its errors (`<SDK>Error` and the status, timeout and connection ones) become `ModelError`s.
     sdk: ClassVar[str]
-    #: The name of the package's base error class.
+    #: The names of the package's client class and of its base error class.
+    sdk_client: ClassVar[str]
     sdk_error: ClassVar[str]
+    #: What the model is, in the message that names the extra to install when the package is missing.
+    described: ClassVar[str]
 
     def __init__(
         self,
@@ -146,7 +150,9 @@ class HostedModel:
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
         """The provider's client for `self.base_url`."""
-        raise NotImplementedError
+        require("models", self.described, (self.sdk,))
+        client = getattr(importlib.import_module(self.sdk), self.sdk_client)
+        return client(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def check(self) -> None:
         """Make sure the endpoint is reachable and takes the key, before any real work (an agent

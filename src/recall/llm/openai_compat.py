@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recall.errors import ModelError
-from recall.extras import require
 from recall.llm.base import HostedModel, ModelReply, Tool, ToolCall
 
 
@@ -21,13 +20,9 @@ class OpenAICompatibleModel(HostedModel):
 
     provider = "openai"
     sdk = "openai"
+    sdk_client = "OpenAI"
     sdk_error = "OpenAIError"
-
-    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
-        require("models", "an OpenAI-compatible chat model", ("openai",))
-        import openai
-
-        return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    described = "an OpenAI-compatible chat model"
 
     def complete(
         self,
