@@ -28,16 +28,18 @@ SOURCE = "python"
 class ContextHook:
     """What every adapter's context hook shares: the context's token budget (`max_tokens`; None:
     the agent's) and whether each context is recorded as the agent's model call (`record`, as
-    `call_source`), and the building of the parts for a turn (`parts`)."""
+    `_call_source`), and the building of the parts for a turn (`_parts`)."""
 
     #: What the hook's contexts are recorded as (`Agent.calls`).
-    call_source = SOURCE
+    _call_source = SOURCE
 
     def __init__(self, *, max_tokens: int | None, record: bool) -> None:
         self.max_tokens = max_tokens
         self.record = record
 
-    def parts(self, agent: Agent, chat: str | None, message: Message | None, shown: int | None) -> list[ContextMessage]:
+    def _parts(
+        self, agent: Agent, chat: str | None, message: Message | None, shown: int | None
+    ) -> list[ContextMessage]:
         """The parts of `agent`'s context for `message` (just posted in `chat`; None: the chat's
         newest incoming message) that the framework does not carry: its system prompt (when it
         has one) and the context blocks (facts, long-term memories, recalled past, ...), in
@@ -46,7 +48,7 @@ class ContextHook:
         history = None if shown is None else max(0, min(shown, MAX_HISTORY_LIMIT))
         built = agent.context(chat, message=message, history_limit=history, max_tokens=self.max_tokens)
         if self.record:
-            built = agent.service.calls.record(built, self.call_source)
+            built = agent.service.calls.record(built, self._call_source)
         return [m for m in built.messages if m.section not in CONVERSATION and m.content.strip()]
 
 

@@ -83,8 +83,8 @@ class ChatContextHook(ContextHook):
         )
 
     def _context(self, chat: str | None, message: Message | None, shown: int | None) -> list[SystemMessage]:
-        """`parts`, as system messages."""
-        return [SystemMessage(part.content) for part in self.parts(self.agent, chat, message, shown)]
+        """`_parts`, as system messages."""
+        return [SystemMessage(part.content) for part in self._parts(self.agent, chat, message, shown)]
 
 
 class RecallContext(ChatContextHook, Runnable[Any, list[SystemMessage]]):
@@ -99,7 +99,7 @@ class RecallContext(ChatContextHook, Runnable[Any, list[SystemMessage]]):
     record each context as the agent's model call (`Agent.calls`, source `langchain`).
     """
 
-    call_source = "langchain"
+    _call_source = "langchain"
 
     def __init__(
         self,

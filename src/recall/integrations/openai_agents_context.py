@@ -70,7 +70,7 @@ class RecallInstructions(ContextHook):
     def _build(self, item: TResponseInputItem | None, items: int) -> str:
         session = self.session
         message = self._turn(item) if item is not None else None
-        parts = self.parts(session.agent, session.chat, message, max(0, items - 1) if items else None)
+        parts = self._parts(session.agent, session.chat, message, max(0, items - 1) if items else None)
         return render(parts, self.instructions)
 
     def _turn(self, item: TResponseInputItem) -> Message:
