@@ -141,16 +141,22 @@ class CallRecord:
         inside = sum(1 for i in self.items if i.included)
         return inside, len(self.items) - inside
 
-    def body(self) -> dict[str, Any]:
-        """What the store keeps beside the indexed columns."""
-        out: dict[str, Any] = {
-            "format": RECORD_FORMAT,
+    def _built_with(self) -> dict[str, Any]:
+        """How the context was built and what it holds, as both `body` and `to_dict` give it."""
+        return {
             "model": self.model,
             "encoding": self.encoding,
             "settings": dict(self.settings),
             "sections": dict(self.sections),
             "total_tokens": self.total_tokens,
             "excluded": dict(self.excluded),
+        }
+
+    def body(self) -> dict[str, Any]:
+        """What the store keeps beside the indexed columns."""
+        out: dict[str, Any] = {
+            "format": RECORD_FORMAT,
+            **self._built_with(),
             "items": [item.to_list() for item in self.items],
             "counts": list(self.counts),
             "through": self.through,
@@ -215,12 +221,7 @@ class CallRecord:
             "trigger_id": self.trigger_id,
             "at": self.at.isoformat(),
             "source": self.source,
-            "model": self.model,
-            "encoding": self.encoding,
-            "settings": dict(self.settings),
-            "sections": dict(self.sections),
-            "total_tokens": self.total_tokens,
-            "excluded": dict(self.excluded),
+            **self._built_with(),
             "counts": {"included": self.counts[0], "left_out": self.counts[1]},
             "digest": self.digest,
             "through": self.through,

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from recall.api import Agent, Recall, World
+from recall.app.posting import PostRequest
 from recall.app.validation import ID_PATTERN
 from recall.core.models import Message, SenderType
 from recall.core.routing import RESERVED_SENDERS
@@ -38,6 +40,8 @@ PAGE = 1000
 FIRST_PAGE = 32
 #: Hidden messages a read passes over in the database, at most (the newest of them).
 MAX_EXCLUDED = 500
+#: Marks, in a message's adapter metadata field, an input posted before the model call (`as_turn`).
+TURN = "turn"
 
 
 class UnknownWorldNameError(UnknownWorldError):
@@ -137,6 +141,33 @@ def ensure_human(world: World, human_id: str, create: bool = False) -> str:
         return world.add_human(human_id).id
     except ConflictError:  # registered meanwhile
         return human_id
+
+
+def bind(mem: Recall, world: str | World, agent: str, human: str, create: bool = False) -> tuple[World, Agent, str]:
+    """What an adapter acts as: the world (`resolve_world`), the agent (`ensure_agent`) and the
+    id to post the human's messages as (`ensure_human`), each refused or created as they say."""
+    bound = resolve_world(mem, world, create)
+    return bound, ensure_agent(bound, agent, create), ensure_human(bound, human, create)
+
+
+def post_for(agent: Agent, requests: list[PostRequest]) -> list[Message]:
+    """Post an adapter's requests in one transaction, trusted (the adapter alone writes its
+    reserved metadata keys, which the public paths refuse from anyone), and mark what others
+    wrote read in `agent`'s inbox: the framework answers it, so a recall runner of the same agent
+    does not answer it again."""
+    posted = agent.service.posting.post_many(agent.world.key, requests, trusted=True)
+    answered = [m for m in posted if m.sender.lower() != agent.id.lower()]
+    if answered:
+        agent.ack(answered)
+    return posted
+
+
+def as_turn(request: PostRequest, field: str) -> PostRequest:
+    """`request` marked as the input of a turn, posted before the model call (`TURN` in its
+    adapter metadata `field`), so the framework saving it afterwards does not post it again."""
+    metadata = dict(request.metadata or {})
+    metadata[field] = {**metadata[field], TURN: True}
+    return replace(request, metadata=metadata)
 
 
 def chat_id_for(session_id: str) -> str:

@@ -25,27 +25,31 @@ CONVERSATION = frozenset({"history", "incoming", "summary"})
 SOURCE = "python"
 
 
-def context_for(
-    agent: Agent,
-    chat: str | None,
-    message: Message | None,
-    *,
-    shown: int | None = None,
-    max_tokens: int | None = None,
-    record: bool = True,
-    source: str = SOURCE,
-) -> list[ContextMessage]:
-    """The parts of `agent`'s context for `message` (just posted in `chat`; None: the chat's
-    newest incoming message) that the framework
-    does not carry: its system prompt (when it has one) and the context blocks (facts, long-term
-    memories, recalled past, ...), in recall's order. `shown`: how many messages of the chat the
-    framework itself shows the model (the recalled past repeats none of them); None: the agent's
-    history depth. With `record`, the context is recorded as the agent's model call."""
-    history = None if shown is None else max(0, min(shown, MAX_HISTORY_LIMIT))
-    built = agent.context(chat, message=message, history_limit=history, max_tokens=max_tokens)
-    if record:
-        built = agent.service.calls.record(built, source)
-    return [m for m in built.messages if m.section not in CONVERSATION and m.content.strip()]
+class ContextHook:
+    """What every adapter's context hook shares: the context's token budget (`max_tokens`; None:
+    the agent's) and whether each context is recorded as the agent's model call (`record`, as
+    `_call_source`), and the building of the parts for a turn (`_parts`)."""
+
+    #: What the hook's contexts are recorded as (`Agent.calls`).
+    _call_source = SOURCE
+
+    def __init__(self, *, max_tokens: int | None, record: bool) -> None:
+        self.max_tokens = max_tokens
+        self.record = record
+
+    def _parts(
+        self, agent: Agent, chat: str | None, message: Message | None, shown: int | None
+    ) -> list[ContextMessage]:
+        """The parts of `agent`'s context for `message` (just posted in `chat`; None: the chat's
+        newest incoming message) that the framework does not carry: its system prompt (when it
+        has one) and the context blocks (facts, long-term memories, recalled past, ...), in
+        recall's order. `shown`: how many messages of the chat the framework itself shows the
+        model (the recalled past repeats none of them); None: the agent's history depth."""
+        history = None if shown is None else max(0, min(shown, MAX_HISTORY_LIMIT))
+        built = agent.context(chat, message=message, history_limit=history, max_tokens=self.max_tokens)
+        if self.record:
+            built = agent.service.calls.record(built, self._call_source)
+        return [m for m in built.messages if m.section not in CONVERSATION and m.content.strip()]
 
 
 def render(parts: Sequence[ContextMessage], base: str = "") -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from recall.extras import require
@@ -65,19 +64,18 @@ from recall.core.recalled import SECTION as RECALLED
 from recall.core.routing import LANGCHAIN_SYSTEM_FOR, context_verdict, is_own
 from recall.errors import InvalidInputError
 from recall.integrations._common import (
+    TURN,
     HiddenMessages,
+    as_turn,
+    bind,
     chat_id_for,
-    ensure_agent,
-    ensure_human,
     newest_first,
     note_key,
-    resolve_world,
+    post_for,
 )
 
 #: The metadata field holding a message's LangChain form.
 META = "langchain"
-#: Marks, in a message's LangChain form, a human input posted before the model call (`post_turn`).
-TURN = "turn"
 #: The metadata field naming the agent a stored `SystemMessage` is for.
 SYSTEM_FOR = LANGCHAIN_SYSTEM_FOR
 #: The token budget of the context the recalled past is taken from: no budget, so the history
@@ -145,9 +143,7 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
                 "window", f"must be a number of messages, 1 or more (None: the whole chat), got {window!r}"
             )
         self.mem = mem
-        self.world = resolve_world(mem, world, create)
-        self.agent = ensure_agent(self.world, agent, create)
-        self.human = ensure_human(self.world, human, create)
+        self.world, self.agent, self.human = bind(mem, world, agent, human, create)
         self.chat = None if chat is None or chat == "" else chat_id_for(chat)
         self.window = window
         self.recalled = recalled
@@ -250,24 +246,14 @@ class RecallChatMessageHistory(BaseChatMessageHistory):
         return self._post([self._request(message) for message in messages])
 
     def _post(self, requests: list[PostRequest]) -> list[Message]:
-        if not requests:
-            return []
-        # Trusted: this history alone writes its items' reserved keys (the LangChain form, who a
-        # system message or tool result is for), which the public paths refuse from anyone.
-        posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
-        answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
-        if answered:
-            self.agent.ack(answered)
-        return posted
+        # Its reserved keys: the LangChain form, who a system message or tool result is for.
+        return post_for(self.agent, requests) if requests else []
 
     def post_turn(self, message: HumanMessage) -> Message:
         """Post the human's input of the turn now, before the model is called (so a context can
         be built for it: `RecallContext`); a chain's history adding the same message at the end
         of the turn (`RunnableWithMessageHistory`) does not post it twice."""
-        request = self._request(message)
-        metadata = dict(request.metadata or {})
-        metadata[META] = {**metadata[META], TURN: True}
-        return self._post([replace(request, metadata=metadata)])[0]
+        return self._post([as_turn(self._request(message), META)])[0]
 
     def _turn_posted(self, request: PostRequest) -> bool:
         """Whether the chat's newest message is this human input, posted by `post_turn`."""

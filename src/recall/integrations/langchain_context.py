@@ -37,13 +37,57 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from recall.api import Recall, World
+from recall.core.models import Message
 from recall.errors import InvalidInputError
-from recall.integrations._common import ensure_agent, ensure_human, resolve_world
-from recall.integrations._context import context_for
+from recall.integrations._common import bind
+from recall.integrations._context import ContextHook
 from recall.integrations.langchain import RecallChatMessageHistory
 
 
-class RecallContext(Runnable[Any, list[SystemMessage]]):
+class ChatContextHook(ContextHook):
+    """What the LangChain-message hooks (`RecallContext`, LangGraph's `RecallContextNode`)
+    share: the world, agent and human they post as (`bind`), the chat (None: the call's), the
+    turn posted through a chat history, and the context returned as `SystemMessage`s."""
+
+    def __init__(
+        self,
+        mem: Recall,
+        *,
+        world: str | World,
+        agent: str,
+        human: str,
+        chat: str | None,
+        max_tokens: int | None,
+        record: bool,
+        create: bool,
+    ) -> None:
+        super().__init__(max_tokens=max_tokens, record=record)
+        self.mem = mem
+        self.world, self.agent, self.human = bind(mem, world, agent, human, create)
+        self.chat = chat
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(world={self.world.id!r}, agent={self.agent.id!r}, chat={self.chat!r})"
+
+    def _history(self, chat: str | None) -> RecallChatMessageHistory:
+        """The chat's history the turn is posted through (no recalled past and nothing recorded
+        there: the context built for the turn is)."""
+        return RecallChatMessageHistory(
+            self.mem,
+            world=self.world,
+            agent=self.agent.id,
+            human=self.human,
+            chat=chat,
+            recalled=False,
+            record=False,
+        )
+
+    def _context(self, chat: str | None, message: Message | None, shown: int | None) -> list[SystemMessage]:
+        """`_parts`, as system messages."""
+        return [SystemMessage(part.content) for part in self._parts(self.agent, chat, message, shown)]
+
+
+class RecallContext(ChatContextHook, Runnable[Any, list[SystemMessage]]):
     """The agent's recall context for the chain's current input, as system messages.
 
     `world`, `agent`, `human`, `create`: as `RecallChatMessageHistory`'s. `chat`: the chat to
@@ -54,6 +98,8 @@ class RecallContext(Runnable[Any, list[SystemMessage]]):
     is the input). `max_tokens`: the context's token budget (default: the agent's). `record`:
     record each context as the agent's model call (`Agent.calls`, source `langchain`).
     """
+
+    _call_source = "langchain"
 
     def __init__(
         self,
@@ -69,44 +115,19 @@ class RecallContext(Runnable[Any, list[SystemMessage]]):
         record: bool = True,
         create: bool = False,
     ) -> None:
-        self.mem = mem
-        self.world = resolve_world(mem, world, create)
-        self.agent = ensure_agent(self.world, agent, create)
-        self.human = ensure_human(self.world, human, create)
-        self.chat = chat
+        super().__init__(
+            mem, world=world, agent=agent, human=human, chat=chat, max_tokens=max_tokens, record=record, create=create
+        )
         self.input_key = input_key
         self.history_key = history_key
-        self.max_tokens = max_tokens
-        self.record = record
-
-    def __repr__(self) -> str:
-        return f"RecallContext(world={self.world.id!r}, agent={self.agent.id!r}, chat={self.chat!r})"
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> list[SystemMessage]:
         """Post the input, and return the agent's context for it (see the class)."""
         text, shown = self._input(input)
         configurable = (config or {}).get("configurable") or {}
         chat = self.chat if self.chat is not None else configurable.get("session_id")
-        history = RecallChatMessageHistory(
-            self.mem,
-            world=self.world,
-            agent=self.agent.id,
-            human=self.human,
-            chat=chat if isinstance(chat, str) else None,
-            recalled=False,
-            record=False,
-        )
-        message = history.post_turn(HumanMessage(text))
-        parts = context_for(
-            self.agent,
-            history.chat,
-            message,
-            shown=shown,
-            max_tokens=self.max_tokens,
-            record=self.record,
-            source="langchain",
-        )
-        return [SystemMessage(part.content) for part in parts]
+        history = self._history(chat if isinstance(chat, str) else None)
+        return self._context(history.chat, history.post_turn(HumanMessage(text)), shown)
 
     def _input(self, input: Any) -> tuple[str, int | None]:
         """The human's text, and how many messages the chain shows beside it (None: unknown)."""

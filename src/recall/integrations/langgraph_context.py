@@ -49,9 +49,9 @@ from langgraph.graph import MessagesState
 from recall.api import Recall, World
 from recall.core.models import Message
 from recall.errors import InvalidInputError
-from recall.integrations._common import ensure_agent, ensure_human, newest_first, resolve_world
-from recall.integrations._context import context_for
+from recall.integrations._common import newest_first
 from recall.integrations.langchain import META, RecallChatMessageHistory
+from recall.integrations.langchain_context import ChatContextHook
 
 #: Messages of the chat read back, beyond the state's own, to find what recall already has.
 _SCAN_SLACK = 100
@@ -63,7 +63,7 @@ class RecallState(MessagesState, total=False):
     recall_context: list[AnyMessage]
 
 
-class RecallContextNode:
+class RecallContextNode(ChatContextHook):
     """A LangGraph node: posts the state's new messages into recall, returns the agent's recall
     context for the newest human message (see the module's notes).
 
@@ -88,18 +88,11 @@ class RecallContextNode:
         record: bool = True,
         create: bool = False,
     ) -> None:
-        self.mem = mem
-        self.world = resolve_world(mem, world, create)
-        self.agent = ensure_agent(self.world, agent, create)
-        self.human = ensure_human(self.world, human, create)
-        self.chat = chat
+        super().__init__(
+            mem, world=world, agent=agent, human=human, chat=chat, max_tokens=max_tokens, record=record, create=create
+        )
         self.messages_key = messages_key
         self.context_key = context_key
-        self.max_tokens = max_tokens
-        self.record = record
-
-    def __repr__(self) -> str:
-        return f"RecallContextNode(world={self.world.id!r}, agent={self.agent.id!r}, chat={self.chat!r})"
 
     # `Optional[...]` as LangGraph spells it: a node is given the config only when its annotation
     # is one LangGraph compares equal (as text, under postponed annotations).
@@ -107,15 +100,8 @@ class RecallContextNode:
         """Post the new messages, and return `{context_key: [SystemMessage, ...]}`."""
         history, messages, posted = self._post(state, config)
         humans = [m for m in posted if m.sender.lower() == history.human.lower()]
-        parts = context_for(
-            self.agent,
-            history.chat,
-            humans[-1] if humans else None,
-            shown=max(0, len(messages) - 1),
-            max_tokens=self.max_tokens,
-            record=self.record,
-        )
-        return {self.context_key: [SystemMessage(part.content) for part in parts]}
+        context = self._context(history.chat, humans[-1] if humans else None, max(0, len(messages) - 1))
+        return {self.context_key: context}
 
     def save(self, state: Mapping[str, Any], config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
         """Post the state's new messages (the model's reply) into recall; changes no state."""
@@ -131,15 +117,7 @@ class RecallContextNode:
         messages = [m for m in convert_to_messages(raw) if not isinstance(m, SystemMessage)]
         configurable = (config or {}).get("configurable") or {}
         chat = self.chat if self.chat is not None else configurable.get("thread_id")
-        history = RecallChatMessageHistory(
-            self.mem,
-            world=self.world,
-            agent=self.agent.id,
-            human=self.human,
-            chat=str(chat) if chat not in (None, "") else None,
-            recalled=False,
-            record=False,
-        )
+        history = self._history(str(chat) if chat not in (None, "") else None)
         return history, messages, history.post_messages(self._new(history, messages))
 
     def _new(self, history: RecallChatMessageHistory, messages: list[BaseMessage]) -> list[BaseMessage]:

@@ -39,7 +39,6 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,19 +53,18 @@ from recall.api import Recall, World
 from recall.app.posting import PostRequest
 from recall.core.models import Message
 from recall.integrations._common import (
+    TURN,
     HiddenMessages,
+    as_turn,
+    bind,
     chat_id_for,
-    ensure_agent,
-    ensure_human,
     newest_first,
     note_key,
-    resolve_world,
+    post_for,
 )
 
 #: The metadata field holding the session id and the item.
 META = "openai_agents"
-#: Marks, in that field, a user input posted before the model call (`post_turn`).
-TURN = "turn"
 
 
 def _text(content: object) -> str:
@@ -111,9 +109,7 @@ class RecallSession:
         try:
             self.session_id = session_id
             self.chat = chat_id_for(session_id)
-            self.world = resolve_world(self.mem, world, create)
-            self.agent = ensure_agent(self.world, agent, create)
-            self.human = ensure_human(self.world, human, create)
+            self.world, self.agent, self.human = bind(self.mem, world, agent, human, create)
         except BaseException:
             if self._owned:
                 self.mem.close()
@@ -175,10 +171,7 @@ class RecallSession:
         """Post the run's user input now, before the model is called (so a context can be built
         for it: `RecallInstructions`); the SDK saving the same item afterwards does not post it
         twice."""
-        request = self._request(item)
-        metadata = dict(request.metadata or {})
-        metadata[META] = {**metadata[META], TURN: True}
-        return self._post([replace(request, metadata=metadata)])[0]
+        return self._post([as_turn(self._request(item), META)])[0]
 
     def _turn_posted(self, request: PostRequest) -> bool:
         """Whether the chat's newest message is this item, posted by `post_turn`."""
@@ -232,13 +225,8 @@ class RecallSession:
         return found
 
     def _post(self, requests: list[PostRequest]) -> list[Message]:
-        # Trusted: this session alone writes its items' reserved keys (the item, who a system
-        # item or tool result is for), which the public paths refuse from anyone.
-        posted = self.mem.service.posting.post_many(self.world.key, requests, trusted=True)
-        answered = [m for m in posted if m.sender.lower() != self.agent.id.lower()]
-        if answered:
-            self.agent.ack(answered)
-        return posted
+        # Its reserved keys: the item, who a system item or tool result is for.
+        return post_for(self.agent, requests)
 
     def _pop(self) -> TResponseInputItem | None:
         with self._lock:

@@ -38,14 +38,14 @@ from agents.items import TResponseInputItem
 
 from recall.core.models import Message
 from recall.integrations._common import newest_first
-from recall.integrations._context import REMEMBER, SEARCH_MEMORY, context_for, remember, render, search_memory
+from recall.integrations._context import REMEMBER, SEARCH_MEMORY, ContextHook, remember, render, search_memory
 from recall.integrations.openai_agents import META, RecallSession
 
 #: Items of the session read back, at most, for the turn's input (a turn's tool calls come after it).
 _TURN_SCAN = 200
 
 
-class RecallInstructions:
+class RecallInstructions(ContextHook):
     """Dynamic instructions (`Agent(instructions=...)`): `instructions`, then the agent's recall
     context for the newest user input of the run, as one text. `session`: the `RecallSession`
     the agent runs with (its world, agent, human and chat). `max_tokens`: the context's budget
@@ -55,10 +55,9 @@ class RecallInstructions:
     def __init__(
         self, session: RecallSession, instructions: str = "", *, max_tokens: int | None = None, record: bool = True
     ) -> None:
+        super().__init__(max_tokens=max_tokens, record=record)
         self.session = session
         self.instructions = instructions
-        self.max_tokens = max_tokens
-        self.record = record
 
     def __repr__(self) -> str:
         return f"RecallInstructions({self.session!r})"
@@ -71,14 +70,7 @@ class RecallInstructions:
     def _build(self, item: TResponseInputItem | None, items: int) -> str:
         session = self.session
         message = self._turn(item) if item is not None else None
-        parts = context_for(
-            session.agent,
-            session.chat,
-            message,
-            shown=max(0, items - 1) if items else None,
-            max_tokens=self.max_tokens,
-            record=self.record,
-        )
+        parts = self._parts(session.agent, session.chat, message, max(0, items - 1) if items else None)
         return render(parts, self.instructions)
 
     def _turn(self, item: TResponseInputItem) -> Message:

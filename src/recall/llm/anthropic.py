@@ -10,16 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recall.core.formats import ANTHROPIC_OPENING
-from recall.errors import ModelError
-from recall.extras import require
-from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
-from recall.llm.openai_compat import _short
-
-if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
-    import anthropic
+from recall.llm.base import HostedModel, ModelReply, Tool, ToolCall
 
 #: Anthropic has no JSON mode; `json_output` adds this to the system prompt instead.
 JSON_INSTRUCTION = "Reply with one JSON object and nothing else: no prose, no code fences."
@@ -29,12 +23,10 @@ class AnthropicModel(HostedModel):
     """A Claude model (or anything that speaks the Anthropic Messages API at `base_url`)."""
 
     provider = "anthropic"
-
-    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
-        require("models", "an Anthropic chat model", ("anthropic",))
-        import anthropic
-
-        return anthropic.Anthropic(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    sdk = "anthropic"
+    sdk_client = "Anthropic"
+    sdk_error = "AnthropicError"
+    described = "an Anthropic chat model"
 
     def complete(
         self,
@@ -79,17 +71,6 @@ class AnthropicModel(HostedModel):
         )
         return ModelReply(text, calls)
 
-    def _list_models(self) -> None:
-        import anthropic  # loaded already by the client
-
-        try:
-            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
-        except anthropic.AnthropicError as e:
-            raise self._error(e) from e
-
-    def _one_token(self) -> None:
-        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
-
     def _create(self, params: dict[str, Any]) -> Any:
         import anthropic  # loaded already by the client
 
@@ -97,20 +78,6 @@ class AnthropicModel(HostedModel):
             return self._client.messages.create(**params)
         except anthropic.AnthropicError as e:
             raise self._error(e) from e
-
-    def _error(self, e: anthropic.AnthropicError) -> ModelError:
-        import anthropic
-
-        url = str(self._client.base_url)
-        if isinstance(e, anthropic.APIStatusError):
-            problem = f"{status_hint(e.status_code)}; the endpoint said: {_short(e.message)}"
-            return ModelError(self.provider, self.model, problem, status=e.status_code, base_url=url)
-        if isinstance(e, anthropic.APITimeoutError):
-            return ModelError(self.provider, self.model, "the request timed out", base_url=url)
-        if isinstance(e, anthropic.APIConnectionError):
-            problem = f"could not connect ({_short(str(e.__cause__ or e))}); is the server running?"
-            return ModelError(self.provider, self.model, problem, base_url=url)
-        return ModelError(self.provider, self.model, _short(str(e)), base_url=url)
 
 
 def anthropic_messages(

@@ -8,12 +8,14 @@ type and can log its message as it is.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from recall.errors import ModelError
+from recall.extras import require
 
 
 @runtime_checkable
@@ -121,6 +123,14 @@ class HostedModel:
     and prefer a quick, logged failure to a long stall."""
 
     provider: ClassVar[str]
+    #: The provider's official package (`openai`, `anthropic`): loaded with the first client,
+    #: its errors (`<SDK>Error` and the status, timeout and connection ones) become `ModelError`s.
+    sdk: ClassVar[str]
+    #: The names of the package's client class and of its base error class.
+    sdk_client: ClassVar[str]
+    sdk_error: ClassVar[str]
+    #: What the model is, in the message that names the extra to install when the package is missing.
+    described: ClassVar[str]
 
     def __init__(
         self,
@@ -140,7 +150,9 @@ class HostedModel:
 
     def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
         """The provider's client for `self.base_url`."""
-        raise NotImplementedError
+        require("models", self.described, (self.sdk,))
+        client = getattr(importlib.import_module(self.sdk), self.sdk_client)
+        return client(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
 
     def check(self) -> None:
         """Make sure the endpoint is reachable and takes the key, before any real work (an agent
@@ -162,11 +174,34 @@ class HostedModel:
 
     def _list_models(self) -> None:
         """One request for the endpoint's models list (one retry at most); `ModelError` if it fails."""
-        raise NotImplementedError
+        sdk = importlib.import_module(self.sdk)  # loaded already by the client
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
+        except getattr(sdk, self.sdk_error) as e:
+            raise self._error(e) from e
 
     def _one_token(self) -> None:
         """The smallest chat request: a one-token reply to "Hi"; `ModelError` if it fails."""
+        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
+
+    def _create(self, params: dict[str, Any]) -> Any:
+        """One chat request with these parameters; `ModelError` if it fails."""
         raise NotImplementedError
+
+    def _error(self, e: Exception) -> ModelError:
+        """An error of the SDK as a `ModelError`: what to check for an HTTP status, a timeout,
+        no connection, or the SDK's own message."""
+        sdk = importlib.import_module(self.sdk)
+        url = str(self._client.base_url)
+        if isinstance(e, sdk.APIStatusError):
+            problem = f"{status_hint(e.status_code)}; the endpoint said: {short(e.message)}"
+            return ModelError(self.provider, self.model, problem, status=e.status_code, base_url=url)
+        if isinstance(e, sdk.APITimeoutError):
+            return ModelError(self.provider, self.model, "the request timed out", base_url=url)
+        if isinstance(e, sdk.APIConnectionError):
+            problem = f"could not connect ({short(str(e.__cause__ or e))}); is the server running?"
+            return ModelError(self.provider, self.model, problem, base_url=url)
+        return ModelError(self.provider, self.model, short(str(e)), base_url=url)
 
 
 def status_hint(status: int) -> str:
@@ -180,3 +215,9 @@ def status_hint(status: int) -> str:
     if status >= 500:
         return "the provider had a server error; try again later"
     return "the provider rejected the request"
+
+
+def short(text: str, limit: int = 500) -> str:
+    """An endpoint's message on one line, at most `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,26 +9,20 @@ logged failure to a long stall.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recall.errors import ModelError
-from recall.extras import require
-from recall.llm.base import CHECK_RETRIES, HostedModel, ModelReply, Tool, ToolCall, status_hint
-
-if TYPE_CHECKING:  # the SDK itself loads with the first client: `import recall` stays quick
-    import openai
+from recall.llm.base import HostedModel, ModelReply, Tool, ToolCall
 
 
 class OpenAICompatibleModel(HostedModel):
     """A chat model behind an OpenAI-compatible `/chat/completions` endpoint."""
 
     provider = "openai"
-
-    def _make_client(self, api_key: str, timeout: float, max_retries: int) -> Any:
-        require("models", "an OpenAI-compatible chat model", ("openai",))
-        import openai
-
-        return openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
+    sdk = "openai"
+    sdk_client = "OpenAI"
+    sdk_error = "OpenAIError"
+    described = "an OpenAI-compatible chat model"
 
     def complete(
         self,
@@ -73,17 +67,6 @@ class OpenAICompatibleModel(HostedModel):
         )
         return ModelReply(message.content or "", calls)
 
-    def _list_models(self) -> None:
-        import openai  # loaded already by the client
-
-        try:
-            self._client.with_options(max_retries=CHECK_RETRIES).models.list()
-        except openai.OpenAIError as e:
-            raise self._error(e) from e
-
-    def _one_token(self) -> None:
-        self._create({"model": self.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
-
     def _create(self, params: dict[str, Any]) -> Any:
         """The reply message of one chat completion."""
         # Newer OpenAI models reject `max_tokens` (they want `max_completion_tokens`) and a
@@ -105,22 +88,6 @@ class OpenAICompatibleModel(HostedModel):
             return response.choices[0].message
         raise ModelError(self.provider, self.model, "the endpoint kept rejecting the request", base_url=self.base_url)
 
-    def _error(self, e: openai.OpenAIError) -> ModelError:
-        import openai
-
-        if isinstance(e, openai.APIStatusError):
-            problem = f"{status_hint(e.status_code)}; the endpoint said: {_short(e.message)}"
-            return ModelError(self.provider, self.model, problem, status=e.status_code, base_url=self._url())
-        if isinstance(e, openai.APITimeoutError):
-            return ModelError(self.provider, self.model, "the request timed out", base_url=self._url())
-        if isinstance(e, openai.APIConnectionError):
-            problem = f"could not connect ({_short(str(e.__cause__ or e))}); is the server running?"
-            return ModelError(self.provider, self.model, problem, base_url=self._url())
-        return ModelError(self.provider, self.model, _short(str(e)), base_url=self._url())
-
-    def _url(self) -> str:
-        return str(self._client.base_url)
-
 
 def _adapt(params: dict[str, Any], message: str) -> bool:
     """Change the parameter a 400 complained about; False when there is nothing to change."""
@@ -131,8 +98,3 @@ def _adapt(params: dict[str, Any], message: str) -> bool:
         del params["temperature"]
         return True
     return False
-
-
-def _short(text: str, limit: int = 500) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

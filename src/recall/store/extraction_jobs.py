@@ -37,19 +37,20 @@ class SQLExtractionJobs(SQLWorlds):
 
     def finish_extraction_jobs(self, tokens: Collection[str]) -> int:
         """Remove the requests `tokens` name (run, or dropped); how many there were."""
-        if not tokens:
-            return 0
-        token_is, params = self._one_of("token", sorted(tokens))
-        with self._write() as db:
-            return int(self._execute(db, f"DELETE FROM extraction_jobs WHERE {token_is}", params).rowcount)
+        return self._of_tokens("DELETE FROM extraction_jobs", tokens)
 
     def release_extraction_jobs(self, tokens: Collection[str]) -> int:
         """Hand the requests `tokens` name back for the next process to open the store."""
+        return self._of_tokens("UPDATE extraction_jobs SET owner = ''", tokens)
+
+    def _of_tokens(self, statement: str, tokens: Collection[str]) -> int:
+        """Run `statement` (a DELETE or UPDATE of extraction_jobs) on the requests `tokens` name;
+        how many rows it met."""
         if not tokens:
             return 0
         token_is, params = self._one_of("token", sorted(tokens))
         with self._write() as db:
-            return int(self._execute(db, f"UPDATE extraction_jobs SET owner = '' WHERE {token_is}", params).rowcount)
+            return int(self._execute(db, f"{statement} WHERE {token_is}", params).rowcount)
 
     def claim_extraction_jobs(self, owner: str, stale_before: float, due_at: float) -> list[ExtractionJob]:
         """Take over the requests handed back, and those due before `stale_before` (their

@@ -36,6 +36,7 @@ from recall.store.postgres_schema import LATEST_VERSION, MIGRATIONS
 from recall.store.records import NewMessage
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
+    INSERT_MESSAGE,
     of_agent,
     plan_batch,
     ts,
@@ -264,12 +265,7 @@ class PostgresStore(SQLExtractionJobs):
             rows, fanout, per_chat, resets, chats = plan.rows, plan.fanout, plan.per_chat, plan.resets, plan.chats
             if not rows:
                 return plan.stored
-            cur.executemany(
-                "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
-                " mentions, addressed, metadata, created_at, idempotency_key)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                rows,
-            )
+            self._execute_many(cur, INSERT_MESSAGE, rows)
 
             def keys_of(agents: tuple[str, ...]) -> str:
                 return self._group_keys(cur, world_id, agents)
@@ -333,9 +329,6 @@ class PostgresStore(SQLExtractionJobs):
         if data.get("t") == self.token:
             return  # this process's own post: its server woke its waiters already
         on_post(str(data["w"]), None if data.get("more") else [int(i) for i in data.get("ids", [])])
-
-    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
-        return self.mark_read_many(world_id, {agent_id: message_ids}, at)
 
     def mark_read_many(self, world_id: str, marks: Mapping[str, Sequence[int]], at: datetime) -> int:
         """Mark each agent's messages read, all in one transaction; how many were unread."""

@@ -45,6 +45,11 @@ MESSAGE_COLUMNS = (
     "m.id, m.world_id, m.chat_id, m.sender, m.sender_type, m.channel, m.parent_id, "
     "m.content, m.mentions, m.addressed, m.metadata, m.created_at"
 )
+#: How both stores write messages (the rows of `MessageBatch.rows`), with `?` placeholders.
+INSERT_MESSAGE = (
+    "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
+    " mentions, addressed, metadata, created_at, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _null(_: str) -> None:

@@ -119,6 +119,14 @@ class SQLWrites(SQLReads):
         ).fetchall()  # fmt: skip
         return {row[12]: message_record(row) for row in rows}
 
+    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
+        """Mark one agent's messages read (`mark_read_many`); how many were unread."""
+        return self.mark_read_many(world_id, {agent_id: message_ids}, at)
+
+    def mark_read_many(self, world_id: str, marks: Mapping[str, Sequence[int]], at: datetime) -> int:
+        """Mark each agent's messages read, all in one transaction; how many were unread."""
+        raise NotImplementedError
+
     def _write_pipelined(self) -> AbstractContextManager[Any]:
         """`_write`, with its statements sent without waiting for each one's result where the
         database allows it (PostgreSQL's pipeline): a result is waited for only where it is

@@ -29,6 +29,7 @@ from recall.store.extraction_jobs import SQLExtractionJobs
 from recall.store.records import NewMessage
 from recall.store.rows import (
     DELIVERY_BUCKET_BITS,
+    INSERT_MESSAGE,
     delivery_bucket,
     plan_batch,
     ts,
@@ -248,12 +249,7 @@ class SQLiteStore(SQLExtractionJobs):
             seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
             plan = plan_batch(world_id, batch, by_key, itertools.count((int(seq[0]) if seq else 0) + 1))
             rows, fanout, per_chat, resets, chats = plan.rows, plan.fanout, plan.per_chat, plan.resets, plan.chats
-            db.executemany(
-                "INSERT INTO messages (id, world_id, chat_id, sender, sender_type, channel, parent_id, content,"
-                " mentions, addressed, metadata, created_at, idempotency_key)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            self._execute_many(db, INSERT_MESSAGE, rows)
 
             def keys_of(agents: tuple[str, ...]) -> str:
                 return self._group_keys(db, world_id, agents)
@@ -279,9 +275,6 @@ class SQLiteStore(SQLExtractionJobs):
                 [(world_id, chat, ts(at)) for chat, at in chats.items()],
             )
         return plan.stored
-
-    def mark_read(self, world_id: str, agent_id: str, message_ids: Sequence[int], at: datetime) -> int:
-        return self.mark_read_many(world_id, {agent_id: message_ids}, at)
 
     def mark_read_many(self, world_id: str, marks: Mapping[str, Sequence[int]], at: datetime) -> int:
         """Mark each agent's messages read, all in one transaction; how many were unread."""
