@@ -55,10 +55,13 @@ lint: $(STAMP)
 	if [ -n "$$long" ]; then echo "modules over $(MAX_MODULE_LINES) lines (split them along their seams):"; echo "$$long"; exit 1; fi
 
 # The suite, then its SQLite-facing part again on Python's standard sqlite3 (what recall runs on
-# where pysqlite3-binary has no wheel: tests/__init__.py).
+# where pysqlite3-binary has no wheel: tests/__init__.py); each on every core, a test file to a
+# worker (pytest-xdist).
+PARALLEL := -n auto --dist loadfile
+
 test: $(STAMP) lint browser $(WHEELHOUSE_STAMP)
-	$(BIN)/python -m pytest
-	RECALL_TEST_STDLIB_SQLITE=1 $(BIN)/python -m pytest $(STDLIB_SQLITE_TESTS) -k "not postgres"
+	$(BIN)/python -m pytest $(PARALLEL)
+	RECALL_TEST_STDLIB_SQLITE=1 $(BIN)/python -m pytest $(PARALLEL) $(STDLIB_SQLITE_TESTS) -k "not postgres"
 
 # The inspector's tests drive Debian's Chromium; installed when missing and run as root (else
 # those tests are skipped, saying why).

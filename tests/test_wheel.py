@@ -146,7 +146,9 @@ def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv], env, tmp_path, 300)
     bin_dir = venv / "bin"
-    install = ["install", "--quiet", "--no-index", "--find-links", WHEELHOUSE]
+    # --no-compile: what runs below compiles what it imports; pip would compile every module of
+    # every distribution first (numpy's tests and all), most of this test's time.
+    install = ["install", "--quiet", "--no-index", "--no-compile", "--find-links", WHEELHOUSE]
     run([bin_dir / "python", "-m", "pip", *install, wheel], env, tmp_path, 900)
 
     # The console command, with a store and a home of its own.

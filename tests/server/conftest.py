@@ -49,15 +49,24 @@ def start_uvicorn(
     """Serve `app` with uvicorn in a thread on a free loopback port, once it accepts requests:
     its URL, the server and the thread (set `server.should_exit` and join to stop it). The HTTP
     protocol is the one `recall serve` runs (`header_timeout`: the config's default), unless
-    `protocol` names another; `limit_concurrency` the connection limit `recall serve` sets."""
-    port = free_port()
+    `protocol` names another; `limit_concurrency` the connection limit `recall serve` sets.
+    The socket is bound here and handed to uvicorn, so no other test (or test process) can take
+    the port between choosing it and serving on it."""
     if protocol is None:
         protocol = timed_http(ServerConfig().header_timeout if header_timeout is None else header_timeout)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", http=protocol, limit_concurrency=limit_concurrency
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+
+    def serve() -> None:
+        with sock:
+            server.run(sockets=[sock])
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
