@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from recall import Recall, Settings, World
 
@@ -14,6 +17,40 @@ pytest_plugins = ["tests.pg"]
 
 AGENT_A_PROMPT = "You are agent A. You answer questions."
 AGENT_B_PROMPT = "You are agent B. You review answers."
+
+
+#: Texts whose vectors a test process keeps (`_each_text_embedded_once`): 1.5 KB each.
+EMBEDDED_KEPT = 50_000
+_embedded: OrderedDict[str, NDArray[np.float32]] = OrderedDict()
+
+
+@pytest.fixture(autouse=True)
+def _each_text_embedded_once(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The bundled model embeds each text once per test process: the tests of both stores post the
+    same texts, and a 256-word-piece passage costs the model about 0.2 s on one of CI's cores
+    (a long reply has dozens). The vectors are the model's own, computed the first time. Tests
+    of the model itself (marked `model_itself`) run it every time."""
+    if request.node.get_closest_marker("model_itself"):
+        yield
+        return
+    from recall.search.embeddings import MiniLMEmbedder
+
+    real = MiniLMEmbedder.embed
+
+    def embed(self: MiniLMEmbedder, texts: Sequence[str]) -> NDArray[np.float32]:
+        missing = [text for text in dict.fromkeys(map(str, texts)) if text not in _embedded]
+        if missing:
+            _embedded.update(zip(missing, real(self, missing), strict=True))
+            while len(_embedded) > EMBEDDED_KEPT:
+                _embedded.popitem(last=False)
+        found = [_embedded.get(str(text)) for text in texts]
+        if not found or any(vector is None for vector in found):  # none, or pushed out meanwhile
+            return real(self, texts)
+        return np.stack(found)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MiniLMEmbedder, "embed", embed)
+        yield
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -22,6 +22,9 @@ from recall.search.embeddings import (
     embedder_for,
 )
 
+#: These test the model itself: it runs each time (tests/conftest.py keeps vectors for the rest).
+pytestmark = pytest.mark.model_itself
+
 #: Vectors of the fp32 model (sentence-transformers' pipeline: mean pooling, L2 norm) for a few
 #: texts, chat turns, a question, an empty text and non-ASCII among them.
 REFERENCE = Path(__file__).parent / "fixtures" / "minilm_fp32.json"
