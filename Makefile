@@ -55,9 +55,10 @@ lint: $(STAMP)
 	if [ -n "$$long" ]; then echo "modules over $(MAX_MODULE_LINES) lines (split them along their seams):"; echo "$$long"; exit 1; fi
 
 # The suite, then its SQLite-facing part again on Python's standard sqlite3 (what recall runs on
-# where pysqlite3-binary has no wheel: tests/__init__.py); each on every core, a test file to a
-# worker (pytest-xdist).
-PARALLEL := -n auto --dist loadfile
+# where pysqlite3-binary has no wheel: tests/__init__.py); each on every core (pytest-xdist). Tests
+# go to whichever worker is free: the OpenAPI fuzzing's generated tests share one name, and any
+# mode that groups tests (by file, scope or group) runs one of them only.
+PARALLEL := -n auto
 
 test: $(STAMP) lint browser $(WHEELHOUSE_STAMP)
 	$(BIN)/python -m pytest $(PARALLEL)

@@ -20,7 +20,7 @@ The convention (also in docs/architecture.md, "Snippets in the docs"):
   order (a python chain, a shell block), and then all of them again in the same folder: a user
   re-runs a script, and the second run must pass too.
 
-Pages run in parallel; each unit in a fresh interpreter. A unit passes when it exits 0 and
+Pages are tests of their own (pytest-xdist runs them in parallel); each unit in a fresh interpreter. A unit passes when it exits 0 and
 reaches the end (a marker printed after every block of it proves each block ran).
 """
 
@@ -32,8 +32,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -218,19 +216,6 @@ def run_page(page: str, folder: Path) -> PageRun:
     return result
 
 
-@pytest.fixture(scope="module")
-def page_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, PageRun]]:
-    base = tmp_path_factory.mktemp("snippets")
-    pages = [page for page, blocks in ALL_BLOCKS.items() if units_of(blocks)]
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        runs = dict(
-            zip(
-                pages, pool.map(lambda p: run_page(p, base / p.replace("/", "_").replace(".", "_")), pages), strict=True
-            )
-        )
-    yield runs
-
-
 def test_every_block_is_run_parsed_or_marked_with_a_reason() -> None:
     problems = [f"{b.where}: {why}" for blocks in ALL_BLOCKS.values() for b in blocks if (why := problem(b))]
     assert not problems, "\n".join(problems)
@@ -243,8 +228,8 @@ def test_every_block_is_run_parsed_or_marked_with_a_reason() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p, blocks in ALL_BLOCKS.items() if units_of(blocks)])
-def test_the_snippets_of_a_page_run_twice(page: str, page_runs: dict[str, PageRun]) -> None:
-    run = page_runs[page]
+def test_the_snippets_of_a_page_run_twice(page: str, tmp_path: Path) -> None:
+    run = run_page(page, tmp_path / "page")
     assert not run.failures, "\n\n".join(run.failures)
     runnable = [
         b.where for b in ALL_BLOCKS[page] if b.marker != "skip" and b.language in RUN_LANGUAGES and b.marker != "setup"
