@@ -55,7 +55,17 @@ def _each_text_embedded_once(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store on each backend: a SQLite file, then a PostgreSQL database (by URL)."""
+    """A fresh store on each backend: a SQLite file, then a PostgreSQL database (by URL) with
+    recall's schema, as a first open leaves it."""
+    if request.param == "sqlite":
+        return str(tmp_path / "recall.db")
+    return str(request.getfixturevalue("postgres_store_url"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where nothing is yet, on each backend: a SQLite path, then an empty PostgreSQL database
+    (for the tests that build a store as an older recall left it)."""
     if request.param == "sqlite":
         return str(tmp_path / "recall.db")
     return str(request.getfixturevalue("postgres_url"))

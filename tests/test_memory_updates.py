@@ -425,11 +425,11 @@ def _store_before_expiry(location: str) -> None:
     store_before(location, before[0] - 1, before[1] - 1, rows, {"notes.id": 8})
 
 
-def test_a_store_from_before_upgrades_its_memories(store_location: str, clock: Clock) -> None:
-    _store_before_expiry(store_location)
-    store = open_store(store_location)
+def test_a_store_from_before_upgrades_its_memories(empty_store_location: str, clock: Clock) -> None:
+    _store_before_expiry(empty_store_location)
+    store = open_store(empty_store_location)
     try:
-        schema = postgres_schema if store_location.startswith("postgresql://") else sqlite_schema
+        schema = postgres_schema if empty_store_location.startswith("postgresql://") else sqlite_schema
         assert store.schema_version() == schema.LATEST_VERSION
         old = store.get_memory("old", 7)
         assert old is not None
@@ -442,7 +442,7 @@ def test_a_store_from_before_upgrades_its_memories(store_location: str, clock: C
         )
     finally:
         store.close()
-    with Recall(store_location, QUICK) as mem:
+    with Recall(empty_store_location, QUICK) as mem:
         world = mem.world("old")
         changed = world.update_memory(7, content="Flour comes on Fridays", ttl=60)
         assert (changed.id, changed.created_at, changed.updated_at) == (7, created, clock.now)

@@ -166,13 +166,13 @@ def test_an_extraction_of_a_killed_process_is_taken_over_once_stale(
 
 
 def test_a_store_from_before_the_table_opens_and_keeps_extractions(
-    store_location: str, model_server: ModelServer
+    empty_store_location: str, model_server: ModelServer
 ) -> None:
     """A store at the schema before the table (SQLite 16, PostgreSQL 14) is migrated when opened."""
-    store_before(store_location, 16, 14, [])
-    with Recall(store_location, with_model(model_server)) as mem:
+    store_before(empty_store_location, 16, 14, [])
+    with Recall(empty_store_location, with_model(model_server)) as mem:
         queue_one(mem)
-    assert kept(store_location) == 1
+    assert kept(empty_store_location) == 1
     model_server.script(EXTRACTED)
-    with Recall(store_location, with_model(model_server)) as mem:
+    with Recall(empty_store_location, with_model(model_server)) as mem:
         assert mem.flush_extraction() == 1

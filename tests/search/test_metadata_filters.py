@@ -344,11 +344,11 @@ def _old_store(location: str) -> None:
 
 
 def test_an_index_built_before_metadata_filters_is_given_the_metadata(
-    store_location: str, monkeypatch: pytest.MonkeyPatch
+    empty_store_location: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _old_store(store_location)
+    _old_store(empty_store_location)
     monkeypatch.setattr(index_items, "_BACKFILL_PAGE", 2)  # a page at a time, as a large store does
-    with Recall(store_location, KEYWORDS) as mem:
+    with Recall(empty_store_location, KEYWORDS) as mem:
         store = mem.service.store
         assert not store._read("SELECT 1 FROM search_state WHERE name = 'metadata_backfill'")  # type: ignore[attr-defined]
         world = mem.world("w")
@@ -361,7 +361,7 @@ def test_an_index_built_before_metadata_filters_is_given_the_metadata(
         # What is posted since is indexed with its metadata as it comes.
         world.post("maria", "parcel found", metadata={"channel": "sms"})
         assert len(world.search("parcel", metadata={"channel": "sms"})) == 3
-    with Recall(store_location, KEYWORDS) as mem:  # reopened: nothing left to do, the same answers
+    with Recall(empty_store_location, KEYWORDS) as mem:  # reopened: nothing left to do, the same answers
         assert len(mem.world("w").search("parcel", metadata={"channel": "sms"})) == 3
 
 

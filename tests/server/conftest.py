@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -40,6 +41,34 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
 
+class QuickServer(uvicorn.Server):
+    """uvicorn's server, stopping as soon as it may. uvicorn looks at `should_exit` every 0.1 s
+    and, stopping, waits 0.1 s before it looks whether connections are still open: 0.2 s per
+    stop, idle, in some 700 tests. This one looks every 5 ms. It stops in uvicorn's order:
+    no new connections, open ones asked to close and waited for, running tasks waited for, the
+    app's lifespan ended."""
+
+    async def main_loop(self) -> None:
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            await asyncio.sleep(0.005)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        while (self.server_state.connections or self.server_state.tasks) and not self.force_exit:
+            await asyncio.sleep(0.005)
+        for server in self.servers:
+            await server.wait_closed()
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+
 def start_uvicorn(
     app: FastAPI,
     header_timeout: float | None = None,
@@ -60,7 +89,7 @@ def start_uvicorn(
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", http=protocol, limit_concurrency=limit_concurrency
     )
-    server = uvicorn.Server(config)
+    server = QuickServer(config)
 
     def serve() -> None:
         with sock:

@@ -181,12 +181,12 @@ OLD_ROWS = (
 )
 
 
-def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(store_location: str) -> None:
+def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(empty_store_location: str) -> None:
     store_before(
-        store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 4, "participants.key": 21}
+        empty_store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 4, "participants.key": 21}
     )
-    with closing(open_store(store_location)) as store:
-        rows = query(store_location, "SELECT bucket, agent_key, message_id, own, read_at FROM deliveries")
+    with closing(open_store(empty_store_location)) as store:
+        rows = query(empty_store_location, "SELECT bucket, agent_key, message_id, own, read_at FROM deliveries")
         assert sorted(rows) == [
             (0, 1, 1, 0, 5.0),
             (0, 1, 2, 0, None),
@@ -197,7 +197,7 @@ def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(store_l
             (1, 20, 3, 1, None),
         ]
         # Each count's first message: its agent's first delivery (a floor for the walk).
-        firsts = query(store_location, "SELECT agent_key, chat_id, first_id FROM memory_counts")
+        firsts = query(empty_store_location, "SELECT agent_key, chat_id, first_id FROM memory_counts")
         assert sorted(firsts) == [(1, "", 1), (1, "side", 1), (2, "side", 2), (20, "", 1), (20, "side", 1)]
         assert [(m.id, read) for m, read in store.inbox("w", "one", False, 10)] == [(1, True), (2, False), (3, False)]
         assert [m.id for m, _ in store.inbox("w", "one", True, 10)] == [2, 3]
@@ -211,7 +211,7 @@ def test_a_store_of_the_layout_before_keeps_every_delivery_and_read_flag(store_l
         assert store.mark_read_many("w", {"one": [2], "two": [2]}, T0 + timedelta(seconds=1)) == 2
         assert [m.id for m, _ in store.inbox("w", "one", True, 10)] == [3]
         store.delete_messages("w", [3])
-        assert query(store_location, "SELECT COUNT(*) FROM deliveries WHERE message_id = 3") == [(0,)]
+        assert query(empty_store_location, "SELECT COUNT(*) FROM deliveries WHERE message_id = 3") == [(0,)]
 
 
 def test_an_export_reads_each_bucket_a_page_of_messages_at_a_time(

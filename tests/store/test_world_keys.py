@@ -101,12 +101,12 @@ OLD_ROWS = (
 )
 
 
-def test_a_store_from_before_migrates_and_keeps_its_worlds_and_messages(store_location: str) -> None:
+def test_a_store_from_before_migrates_and_keeps_its_worlds_and_messages(empty_store_location: str) -> None:
     # The rows name their ids: the sequences continue after them, as recall's would.
     store_before(
-        store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 2, "participants.key": 2}
+        empty_store_location, SQLITE_BEFORE, POSTGRES_BEFORE, OLD_ROWS, {"messages_id_seq": 2, "participants.key": 2}
     )
-    store = open_store(store_location)
+    store = open_store(empty_store_location)
     try:
         old = store.get_world("old")
         assert old is not None
