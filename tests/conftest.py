@@ -19,6 +19,12 @@ AGENT_A_PROMPT = "You are agent A. You answer questions."
 AGENT_B_PROMPT = "You are agent B. You review answers."
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests (marked `starts_first`) go first. pytest-xdist hands tests out in this
+    order: a long test collected late kept one worker busy after the other had finished."""
+    items.sort(key=lambda item: item.get_closest_marker("starts_first") is None)
+
+
 #: Texts whose vectors a test process keeps (`_each_text_embedded_once`): 1.5 KB each.
 EMBEDDED_KEPT = 50_000
 _embedded: OrderedDict[str, NDArray[np.float32]] = OrderedDict()

@@ -134,6 +134,7 @@ def readme_snippet() -> str:
     return readme.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+@pytest.mark.starts_first
 def test_a_script_that_never_closes_its_recall_exits_cleanly(tmp_path: Path) -> None:
     """The README's snippet never calls close(): at interpreter exit the indexer, which may be
     inside the embedding runtime, is stopped first (it used to abort the process, exit 134,

@@ -227,6 +227,7 @@ def test_every_block_is_run_parsed_or_marked_with_a_reason() -> None:
     assert counts["run"] >= 20, counts
 
 
+@pytest.mark.starts_first
 @pytest.mark.parametrize("page", [p for p, blocks in ALL_BLOCKS.items() if units_of(blocks)])
 def test_the_snippets_of_a_page_run_twice(page: str, tmp_path: Path) -> None:
     run = run_page(page, tmp_path / "page")

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from recall.search.embeddings import default_embedder
 from tests.platform_lock import NOT_IN_CORE
@@ -117,6 +118,7 @@ def run(args: list[str | Path], env: dict[str, str], cwd: Path, timeout: float) 
     return result.stdout
 
 
+@pytest.mark.starts_first
 def test_the_wheel_installs_and_runs_without_torch(tmp_path: Path) -> None:
     assert (WHEELHOUSE / ".filled").is_file(), (
         f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (`make test` fills it) to download the "

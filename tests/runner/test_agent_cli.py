@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from recall import Settings
@@ -19,6 +20,7 @@ from tests.llm.model_server import ModelServer, model_server_fixture  # noqa: F4
 from tests.server.conftest import start_server, stop_server
 
 
+@pytest.mark.starts_first
 def test_agent_run_answers_over_http_and_stops_on_sigterm(tmp_path: Path, model_server: ModelServer) -> None:
     live = start_server(tmp_path / "r.db", ServerConfig(rate_limit=0), Settings(embeddings="none", index_interval=0))
     world = live.mem.world("desk", create=True)

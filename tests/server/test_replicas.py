@@ -11,6 +11,7 @@ import time
 from contextlib import ExitStack
 
 import httpx
+import pytest
 
 from tests.server.conftest import free_port
 from tests.server.test_durability import server_process
@@ -20,6 +21,7 @@ POSTS = 60
 KILL_AFTER = 30
 
 
+@pytest.mark.starts_first
 def test_two_replicas_lose_nothing_and_survive_one_killed(postgres_url: str) -> None:
     env = {**os.environ, "RECALL_EMBEDDINGS": "none"}
     ports = [free_port(), free_port()]

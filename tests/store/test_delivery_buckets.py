@@ -5,9 +5,11 @@ pages, not one per agent. What each agent reads is unchanged, and stores of the 
 
 from __future__ import annotations
 
+import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +48,20 @@ def test_each_delivery_is_in_its_agents_bucket_and_counts_keep_the_first_heard(s
             assert [m.id for m in store.iter_heard(world.key, agent, "side")] == [side.id]
 
 
+def checkpoint(db: Any, mode: str) -> int:
+    """A checkpoint of `mode` run to its end: the pages in the WAL. While the store's own
+    checkpointer (a thread of its own) copies the WAL, SQLite answers busy (with -1 pages): the
+    call is made again once it is done. The WAL starts over only at the next write, so the
+    pages a post wrote are still counted after the store's thread copied them."""
+    deadline = time.monotonic() + 10
+    while True:
+        busy, frames, _ = db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        if not busy and frames >= 0:
+            return int(frames)
+        assert time.monotonic() < deadline, f"the WAL stayed busy: {busy, frames}"
+        time.sleep(0.001)
+
+
 def test_a_post_to_many_agents_writes_a_few_pages_not_one_per_agent(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Recall(str(path), QUICK) as mem:
@@ -56,9 +72,9 @@ def test_a_post_to_many_agents_writes_a_few_pages_not_one_per_agent(tmp_path: Pa
         for n in range(400):  # each agent has more deliveries than a page holds
             world.post("maria", f"warming up {n}")
         db = mem.service.store._db
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        checkpoint(db, "TRUNCATE")
         world.post("maria", "@agent-007 one more")
-        _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        frames = checkpoint(db, "PASSIVE")
     # 96 agents are 6 buckets: the post writes 16 pages in all. Kept by agent, it wrote a
     # page of deliveries for each agent: 102 pages.
     assert 0 < frames < 40
