@@ -28,6 +28,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from recall.store import open_store
+
 _numbers = itertools.count(1)
 
 #: Durability this server does without: its data is deleted with the session.
@@ -78,6 +80,11 @@ def database_url(server_url: str, name: str) -> str:
     return f"{base.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
 
 
+def database_name(url: str) -> str:
+    """The name of the database `url` names."""
+    return url.partition("?")[0].rsplit("/", 1)[1]
+
+
 def new_database(postgres_server: str) -> str:
     """The URL of a new, empty database on the server (for a fixture of wider scope than one test)."""
     name = f"recall_test_{os.getpid()}_{next(_numbers)}"
@@ -92,9 +99,8 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     server's data stays small, and so does the work of deleting it)."""
     url = new_database(postgres_server)
     yield url
-    name = url.partition("?")[0].rsplit("/", 1)[1]
     with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database_name(url))))
 
 
 #: The schema's shape: tables, columns, defaults, indexes, constraints, functions and triggers
@@ -150,8 +156,6 @@ class StoreDatabases:
         return self._migrated()
 
     def _migrated(self) -> str:
-        from recall.store import open_store
-
         url = new_database(self._server_url)
         open_store(url).close()  # the migrations, as a first open runs them
         return url

@@ -26,6 +26,7 @@ from recall.store import open_store
 from recall.store.postgres import PostgresStore, redacted_url
 from recall.store.postgres_schema import LATEST_VERSION
 from recall.store.urls import redacted_text
+from tests.pg import database_url
 from tests.server.conftest import start_server, stop_server
 
 SETTINGS = Settings(embeddings="none", index_interval=0)
@@ -254,8 +255,7 @@ def test_recall_db_names_a_url_and_migrate_copies_postgres_to_postgres(
 
     with psycopg.connect(postgres_server, autocommit=True) as conn:
         conn.execute('CREATE DATABASE "recall_copy_target"')
-    base, _, query = postgres_server.partition("?")
-    target = f"{base.rsplit('/', 1)[0]}/recall_copy_target" + (f"?{query}" if query else "")
+    target = database_url(postgres_server, "recall_copy_target")
     copied = runner.invoke(app, ["migrate", "--from", postgres_url, "--to", target])
     assert copied.exit_code == 0, copied.output
     with Recall(target, SETTINGS) as mem:

@@ -27,7 +27,7 @@ from recall.cli import app
 from recall.errors import StoreOpenError
 from recall.search.open import search_index
 from recall.store.postgres import PostgresStore
-from tests.pg import new_database
+from tests.pg import database_name, database_url, new_database
 
 #: The real MiniLM embeddings; the tests drive the index.
 SETTINGS = Settings(index_interval=0)
@@ -41,11 +41,6 @@ def _column_type(url: str) -> str:
         ).fetchone()
     assert row is not None
     return str(row[0])
-
-
-def _with_database(url: str, name: str) -> str:
-    base, _, query = url.partition("?")
-    return f"{base.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
 
 
 def _as_user(url: str, user: str) -> str:
@@ -73,7 +68,7 @@ def database_lacking(postgres_server: str) -> Iterator[Callable[..., str]]:
             for path in (folder, f"{folder}/extension", *(str(p) for p in Path(folder, "extension").iterdir())):
                 os.chmod(path, 0o755)
             url = new_database(postgres_server)
-            name = url.partition("?")[0].rsplit("/", 1)[1]
+            name = database_name(url)
             conn.execute(f"ALTER DATABASE \"{name}\" SET extension_control_path = '{folder}'")
         with psycopg.connect(url, autocommit=True) as conn:  # the database really lacks them
             available = {str(r[0]) for r in conn.execute("SELECT name FROM pg_available_extensions")}
@@ -119,7 +114,7 @@ def test_a_role_that_may_not_create_pgvector_stores_vectors_as_bytes(postgres_se
         conn.execute(f"DROP ROLE IF EXISTS {name}")
         conn.execute(f"CREATE ROLE {name} LOGIN")
         conn.execute(f"CREATE DATABASE {name} OWNER {name}")
-    url = _as_user(_with_database(postgres_server, name), name)
+    url = _as_user(database_url(postgres_server, name), name)
     _search_by_meaning(url)
     assert _column_type(url) == "bytea"
 
@@ -132,9 +127,9 @@ def test_pgvector_already_in_the_database_is_used_by_a_plain_role(postgres_serve
         conn.execute(f"DROP ROLE IF EXISTS {name}")
         conn.execute(f"CREATE ROLE {name} LOGIN")
         conn.execute(f"CREATE DATABASE {name} OWNER {name}")
-    with psycopg.connect(_with_database(postgres_server, name), autocommit=True) as conn:
+    with psycopg.connect(database_url(postgres_server, name), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION vector")
-    url = _as_user(_with_database(postgres_server, name), name)
+    url = _as_user(database_url(postgres_server, name), name)
     _search_by_meaning(url)
     assert _column_type(url) == "vector"
 
@@ -195,7 +190,7 @@ def test_a_role_that_may_not_create_tables_is_one_line(postgres_server: str) -> 
         conn.execute(f"CREATE ROLE {name} LOGIN")
         conn.execute(f"CREATE DATABASE {name}")
     with pytest.raises(StoreOpenError) as info:
-        PostgresStore(_as_user(_with_database(postgres_server, name), name))
+        PostgresStore(_as_user(database_url(postgres_server, name), name))
     message = str(info.value)
     assert "\n" not in message
     assert "permission denied for schema public" in message and "database's owner" in message
