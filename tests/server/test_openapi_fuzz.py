@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,13 @@ from recall.settings import Settings
 
 
 def _app() -> Any:
-    db = Path(tempfile.mkdtemp(prefix="recall-fuzz-")) / "fuzz.db"
-    mem = Recall(db, Settings())
+    # Built at import: schemathesis needs the schema to make one test per operation, which xdist
+    # spreads over the workers (a fixture-loaded schema runs them all as one test). Each worker
+    # that imports this module closes its store and removes its folder when it exits.
+    folder = Path(tempfile.mkdtemp(prefix="recall-fuzz-"))
+    mem = Recall(folder / "fuzz.db", Settings())
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    atexit.register(mem.close)
     world = mem.world("w", create=True)
     world.add_agent("agent-a", system_prompt="You are A.")
     world.add_agent("agent-b")
