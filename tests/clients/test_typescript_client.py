@@ -240,14 +240,18 @@ def test_the_vercel_ai_sdk_example_answers_through_recall(built: Built, server: 
     assert unread == [], "the example acknowledged the message it answered"
 
 
-def test_the_readme_tour_is_the_one_the_tests_run() -> None:
-    readme = (PACKAGE / "README.md").read_text()
-    block = re.search(r"^```ts\n(.*?)^```", readme, re.MULTILINE | re.DOTALL)
-    assert block is not None, "clients/typescript/README.md has no ```ts block"
+@pytest.mark.parametrize("page", ["clients/typescript/README.md", "docs/typescript.md"])
+def test_the_tour_of_the_docs_is_the_one_the_tests_run(page: str) -> None:
+    """The first TypeScript block of the package's README and of its docs page is the tour
+    test/tour.test.ts runs, line for line (docs/typescript.md's snippets are TypeScript, which
+    tests/test_doc_snippets.py does not run)."""
+    text = (PACKAGE.parents[1] / page).read_text()
+    block = re.search(r"^```ts\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    assert block is not None, f"{page} has no ```ts block"
     tour = (PACKAGE / "test" / "tour.test.ts").read_text()
     tested = tour.split("// README tour begins\n")[1].split("// README tour ends\n")[0]
-    assert block.group(1) == tested, "the README's tour differs from test/tour.test.ts:\n" + "".join(
-        difflib.unified_diff(tested.splitlines(True), block.group(1).splitlines(True), "test", "README")
+    assert block.group(1) == tested, f"{page}'s tour differs from test/tour.test.ts:\n" + "".join(
+        difflib.unified_diff(tested.splitlines(True), block.group(1).splitlines(True), "test", page)
     )
 
 
