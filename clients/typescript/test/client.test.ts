@@ -234,4 +234,40 @@ describe("contexts, search, facts, memories, calls", () => {
     assert.equal(outcome.outcome, "answered");
     await assert.rejects(agent.replay("c_nope"), NotFoundError);
   });
+
+  test("turns, deliveries and tool results", async () => {
+    const world = await freshWorld("turns");
+    const asked = await world.post("maria", "@agent-b what is the weather?");
+    const agent = world.agent("agent-b");
+    const decided = await agent.decide(asked.id);
+    assert.equal(decided.respond, true);
+    assert.equal(await agent.recordLlmCall(), 1);
+    const toolCall = { id: "call_1", type: "function", function: { name: "weather", arguments: "{}" } };
+    const call = await agent.send("", { metadata: { tool_calls: [toolCall] } }); // the model's tool call
+    const result = await agent.postToolResult('{"temp": 21}', "call_1");
+    assert.deepEqual(result.delivered_to, ["agent-b"], "a tool result is for its agent alone");
+    const { messages } = await agent.context();
+    assert.deepEqual(messages.at(-1), { role: "tool", content: '{"temp": 21}', tool_call_id: "call_1" });
+    assert.ok(call.message_id < result.message_id);
+    const delivered = await agent.deliveries();
+    assert.deepEqual(delivered.map((m) => [m.id, m.read]), [[asked.id, false], [result.message_id, false]]);
+  });
+});
+
+describe("worlds", () => {
+  test("export, delete and import a world", async () => {
+    const world = await freshWorld("moved");
+    const posted = await world.post("maria", "@agent-a keep this");
+    const lines = await world.export();
+    assert.match(lines.split("\n")[0] ?? "", /"format": ?"recall.world\/1"/);
+    const gone = await world.delete();
+    assert.equal(gone.messages, 1);
+    await assert.rejects(world.info(), NotFoundError);
+    const imported = await recall.importWorld(lines);
+    assert.equal(imported.id, "moved");
+    assert.deepEqual((await world.messages()).messages.map((m) => [m.id, m.content]), [[posted.id, posted.content]]);
+    assert.deepEqual((await world.info()).agents, ["agent-a", "agent-b"]);
+    assert.ok((await recall.worlds()).some((w) => w.id === "moved"));
+    await assert.rejects(recall.importWorld(lines), ConflictError);
+  });
 });
