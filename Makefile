@@ -13,11 +13,15 @@ WHEELHOUSE := $(VENV)/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.filled
 
 CHROMIUM := /usr/bin/chromium
+# The TypeScript client (`recall-memory` on npm) and the stamp `npm ci` leaves in its node_modules
+# (ignored by git, as node_modules is) once package-lock.json's packages are installed.
+TS_CLIENT := clients/typescript
+TS_STAMP := $(TS_CLIENT)/node_modules/.recall-installed
 # What `make test` runs a second time on the standard sqlite3: the store, the Python API and the
 # CLI on SQLite.
 STDLIB_SQLITE_TESTS := tests/store tests/test_api.py tests/test_cli.py
 
-.PHONY: run test lint bench clean browser wheelhouse
+.PHONY: run test lint bench clean browser node wheelhouse
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +64,7 @@ lint: $(STAMP)
 # mode that groups tests (by file, scope or group) runs one of them only.
 PARALLEL := -n auto
 
-test: $(STAMP) lint browser $(WHEELHOUSE_STAMP)
+test: $(STAMP) lint browser $(TS_STAMP) $(WHEELHOUSE_STAMP)
 	$(BIN)/python -m pytest $(PARALLEL)
 	RECALL_TEST_STDLIB_SQLITE=1 $(BIN)/python -m pytest $(PARALLEL) $(STDLIB_SQLITE_TESTS) -k "not postgres"
 
@@ -71,8 +75,26 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# The TypeScript client's tests run on Node.js and npm: Debian's, installed when missing and run
+# as root (else those tests are skipped, saying why).
+node:
+	@if ! command -v node >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
+
+# The client's devDependencies (TypeScript, openapi-typescript, the AI SDK of its example), as
+# package-lock.json pins them; again when it changes. Nothing runs at install (no build in the
+# repository: the tests build the package into a temporary folder).
+$(TS_STAMP): $(TS_CLIENT)/package-lock.json | node
+	@if command -v npm >/dev/null; then \
+		cd $(TS_CLIENT) && npm ci --ignore-scripts --no-audit --no-fund --silent && touch node_modules/.recall-installed; \
+	else \
+		echo "no npm: the TypeScript client's tests will be skipped (make test installs Node.js as root)"; \
+	fi
+
 bench: $(STAMP)
 	$(BIN)/python bench/context_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist $(TS_CLIENT)/build
