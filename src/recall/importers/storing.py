@@ -1,0 +1,129 @@
+"""Writing an `ImportPlan`: its worlds and participants, then its messages, memories and facts,
+each once. Running the same import again stores nothing new and counts what it skipped:
+
+- messages carry an idempotency key made of the source system's id for them, which the store
+  keeps unique per world and sender (`import_conversation`);
+- memories carry the source's id in their metadata (`IMPORTED_FROM`): those of the world that
+  have it are read once before writing, and a memory whose id is there is skipped;
+- facts carry the source's id as their `source`: a fact whose scope has one with that source is
+  skipped, or, when its text changed in the file (a Letta memory block edited since), updated.
+
+The file's messages are checked against the store's limits before the first write, so a file
+that cannot be imported whole stores nothing (every other record was checked when read)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from recall import limits
+from recall.api import Recall, World
+from recall.app.validation import check_chat
+from recall.core.routing import RESERVED_SENDERS
+from recall.errors import InvalidInputError, text_problem
+from recall.importers.conversations import import_conversation
+from recall.importers.plan import IMPORTED_FROM, ImportPlan, PlannedFact, PlannedMemory
+from recall.importers.report import ImportReport
+
+#: Memories of a world read at most, to find those imported before (far above any world's).
+_ALL = 10_000_000
+
+Progress = Callable[[int], None]
+
+
+def store_plan(mem: Recall, plan: ImportPlan, progress: Progress | None = None) -> ImportReport:
+    """Write what `plan` holds that the store does not have yet; the plan's report, counted."""
+    _check_messages(mem, plan)
+    report = plan.report
+    worlds = {world_id: mem.world(world_id, create=True, name=name) for world_id, name in plan.worlds.items()}
+    known = {world_id: {p.id.lower() for p in world.participants()} for world_id, world in worlds.items()}
+    for world_id, human in plan.humans:
+        if human.lower() in RESERVED_SENDERS or human.lower() in known[world_id]:
+            continue
+        worlds[world_id].add_human(human)
+        known[world_id].add(human.lower())
+        report.stored["humans"] += 1
+    for agent in plan.agents:
+        if agent.agent_id.lower() in known[agent.world_id]:
+            continue
+        worlds[agent.world_id].add_agent(agent.agent_id, **agent.settings)
+        known[agent.world_id].add(agent.agent_id.lower())
+        report.stored["agents"] += 1
+    for conversation in plan.conversations:
+        done = import_conversation(mem, conversation, progress)
+        report.stored["messages"] += done.stored
+        report.skipped["messages"] += done.skipped
+    for world_id in {m.world_id for m in plan.memories}:
+        _store_memories(mem, worlds[world_id], [m for m in plan.memories if m.world_id == world_id], report)
+    for scope in dict.fromkeys(f.scope for f in plan.facts):
+        _store_facts(mem, worlds, scope, [f for f in plan.facts if f.scope == scope], report)
+    return report
+
+
+def _check_messages(mem: Recall, plan: ImportPlan) -> None:
+    """What the store would refuse of a message, found before anything is written."""
+    most = mem.service.settings.max_message_chars
+    for conversation in plan.conversations:
+        for request in conversation.messages:
+            where = (
+                f"message {dict(request.metadata or {}).get(IMPORTED_FROM, {}).get('id') or request.idempotency_key}"
+            )
+            if len(request.content) > most:
+                raise InvalidInputError(where, f"is {len(request.content):,} characters; the limit is {most:,}")
+            if problem := text_problem(request.content):
+                raise InvalidInputError(where, problem)
+            limits.check_json(f"{where} metadata", dict(request.metadata or {}), limits.MAX_METADATA_CHARS)
+            check_chat(request.chat_id)
+
+
+def imported_ids(memories: Iterable[Any], system: str) -> set[str]:
+    """The source ids of the memories (or their metadata) imported from `system`."""
+    found = set()
+    for memory in memories:
+        source = memory.metadata.get(IMPORTED_FROM)
+        if isinstance(source, dict) and source.get("system") == system and isinstance(source.get("id"), str):
+            found.add(source["id"])
+    return found
+
+
+def _store_memories(mem: Recall, world: World, memories: list[PlannedMemory], report: ImportReport) -> None:
+    service = mem.service.memories
+    owners: list[str | None] = [None, *(agent.id for agent in world.agents())]
+    present = {m.id: m for owner in owners for m in service.list_memories(world.key, owner, 1, _ALL)}
+    seen = imported_ids(present.values(), report.system)
+    for memory in memories:
+        if memory.source_id in seen:
+            report.skipped["memories"] += 1
+            continue
+        service.add_memory(
+            world.key,
+            memory.content,
+            type=memory.type,
+            importance=memory.importance,
+            agent=memory.agent,
+            chat_id=memory.chat_id,
+            metadata=memory.metadata,
+            created_at=memory.created_at,
+            expires_at=memory.expires_at,
+        )
+        seen.add(memory.source_id)
+        report.stored["memories"] += 1
+
+
+def _store_facts(
+    mem: Recall, worlds: dict[str, World], scope: str, facts: list[PlannedFact], report: ImportReport
+) -> None:
+    service = mem.service.facts
+    tenant = next(iter(worlds.values())).tenant if worlds else ""
+    by_source = {fact.source: fact for fact in service.list_facts(scope, tenant)}
+    new = []
+    for planned in facts:
+        there = by_source.get(planned.fact.source)
+        if there is None:
+            new.append((planned.fact, planned.created_at))
+        elif there.content == planned.fact.content:
+            report.skipped["facts"] += 1
+        else:
+            service.update_fact(scope, there.id, {"content": planned.fact.content}, tenant)
+            report.updated["facts"] += 1
+    report.stored["facts"] += len(service.add_dated_facts(scope, new, tenant))
