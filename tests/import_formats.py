@@ -225,7 +225,9 @@ def letta_agent_file() -> dict[str, Any]:
                         "id": "message-6",
                         "role": "tool",
                         "name": "send_message",
-                        "content": [{"type": "text", "text": '{"status": "OK", "message": "Sent message successfully."}'}],
+                        "content": [
+                            {"type": "text", "text": '{"status": "OK", "message": "Sent message successfully."}'}
+                        ],
                         "tool_call_id": "call_reply",
                         "tool_returns": [
                             {"tool_call_id": "call_reply", "status": "success", "func_response": '{"status": "OK"}'}
