@@ -64,6 +64,13 @@ def test_mem0_memories_keep_their_ids_times_and_owners_once(on_store: Recall, tm
     again = import_mem0(on_store, source, "mem0")
     assert again.to_dict()["stored"] == {} and again.to_dict()["skipped"] == {"memories": 2}
     assert len(world.agent("support-bot").memories()) == 2
+    # mem0 updated a memory in place since: the same memory changes, nothing is added.
+    data = mem0_export()
+    data["results"][0]["memory"] = "Drinks green or white tea"
+    changed = import_mem0(on_store, write(source, data), "mem0")
+    assert changed.to_dict()["updated"] == {"memories": 1} and changed.to_dict()["skipped"] == {"memories": 1}
+    (tea_now,) = world.memories()
+    assert (tea_now.id, tea_now.content, tea_now.created_at) == (tea.id, "Drinks green or white tea", tea.created_at)
 
 
 def test_zep_sessions_become_chats_and_facts_keep_their_time_once(on_store: Recall, tmp_path: Path) -> None:
@@ -176,6 +183,7 @@ def test_the_first_agent_file_schema_and_its_wrapped_user_messages(tmp_path: Pat
         ),
         (read_letta, {"agents": [{"name": "a", "block_ids": ["block-9"]}], "blocks": []}, "agents[0].block_ids[0]"),
         (read_letta, {"agent": {}}, "file"),
+        (read_letta, {"agents": [{"name": "a", "system": "be \x00 kind"}]}, "agents[0].system"),
     ],
 )
 def test_a_file_not_in_the_format_is_refused_naming_the_place(
@@ -231,6 +239,12 @@ def test_messages_the_store_would_refuse_stop_the_import_before_anything_is_stor
         with pytest.raises(InvalidInputError, match="message m-0004: is 200 characters; the limit is 100"):
             import_zep(mem, source)
         assert mem.worlds() == [] and mem.scope("user:maria").list() == []
+        # A key only recall writes (who a message is for alone) is refused from a file too.
+        data = zep_export()
+        data["sessions"][0]["messages"][0]["metadata"] = {"private_for": "helper"}
+        with pytest.raises(InvalidInputError, match="message m-0001 metadata.private_for: is a key recall reserves"):
+            import_zep(mem, write(source, data))
+        assert mem.worlds() == []
 
 
 def test_an_export_read_is_only_read(tmp_path: Path) -> None:

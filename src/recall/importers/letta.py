@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from recall import limits
 from recall.api import Recall
 from recall.app.posting import PostRequest
 from recall.core.facts import NewFact
@@ -128,6 +129,7 @@ def _read_agent(
     assert name is not None
     agent_id = slug(name)
     system = text(agent, "system", where, required=False) or ""
+    limits.check_text(at(where, "system"), system, limits.MAX_PROFILE_TEXT)  # as add_agent will
     plan.add_agent(PlannedAgent(world, agent_id, {"system_prompt": system.strip()} if system.strip() else {}))
     for key, what in _AGENT_PARTS.items():
         value = agent.get(key)

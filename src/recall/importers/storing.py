@@ -4,7 +4,8 @@ each once. Running the same import again stores nothing new and counts what it s
 - messages carry an idempotency key made of the source system's id for them, which the store
   keeps unique per world and sender (`import_conversation`);
 - memories carry the source's id in their metadata (`IMPORTED_FROM`): those of the world that
-  have it are read once before writing, and a memory whose id is there is skipped;
+  have it are read once before writing, and a memory whose id is there is skipped, or, when its
+  text changed at the source (mem0 updates a memory in place), updated;
 - facts carry the source's id as their `source`: a fact whose scope has one with that source is
   skipped, or, when its text changed in the file (a Letta memory block edited since), updated.
 
@@ -14,16 +15,17 @@ that cannot be imported whole stores nothing (every other record was checked whe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from recall import limits
 from recall.api import Recall, World
+from recall.app.posting import RESERVED_METADATA_KEYS
 from recall.app.validation import check_chat
 from recall.core.routing import RESERVED_SENDERS
 from recall.errors import InvalidInputError, text_problem
 from recall.importers.conversations import import_conversation
 from recall.importers.plan import IMPORTED_FROM, ImportPlan, PlannedFact, PlannedMemory
 from recall.importers.report import ImportReport
+from recall.store.records import Memory
 
 #: Memories of a world read at most, to find those imported before (far above any world's).
 _ALL = 10_000_000
@@ -72,17 +74,21 @@ def _check_messages(mem: Recall, plan: ImportPlan) -> None:
                 raise InvalidInputError(where, f"is {len(request.content):,} characters; the limit is {most:,}")
             if problem := text_problem(request.content):
                 raise InvalidInputError(where, problem)
-            limits.check_json(f"{where} metadata", dict(request.metadata or {}), limits.MAX_METADATA_CHARS)
+            metadata = dict(request.metadata or {})
+            limits.check_json(f"{where} metadata", metadata, limits.MAX_METADATA_CHARS)
+            reserved = sorted(set(metadata) & RESERVED_METADATA_KEYS)
+            if reserved and not conversation.trusted:
+                raise InvalidInputError(f"{where} metadata.{reserved[0]}", "is a key recall reserves for itself")
             check_chat(request.chat_id)
 
 
-def imported_ids(memories: Iterable[Any], system: str) -> set[str]:
-    """The source ids of the memories (or their metadata) imported from `system`."""
-    found = set()
+def imported(memories: Iterable[Memory], system: str) -> dict[str, Memory]:
+    """The memories imported from `system`, by their id there."""
+    found = {}
     for memory in memories:
         source = memory.metadata.get(IMPORTED_FROM)
         if isinstance(source, dict) and source.get("system") == system and isinstance(source.get("id"), str):
-            found.add(source["id"])
+            found[source["id"]] = memory
     return found
 
 
@@ -90,24 +96,28 @@ def _store_memories(mem: Recall, world: World, memories: list[PlannedMemory], re
     service = mem.service.memories
     owners: list[str | None] = [None, *(agent.id for agent in world.agents())]
     present = {m.id: m for owner in owners for m in service.list_memories(world.key, owner, 1, _ALL)}
-    seen = imported_ids(present.values(), report.system)
+    seen = imported(present.values(), report.system)
     for memory in memories:
-        if memory.source_id in seen:
+        there = seen.get(memory.source_id)
+        if there is not None and there.content == memory.content:
             report.skipped["memories"] += 1
-            continue
-        service.add_memory(
-            world.key,
-            memory.content,
-            type=memory.type,
-            importance=memory.importance,
-            agent=memory.agent,
-            chat_id=memory.chat_id,
-            metadata=memory.metadata,
-            created_at=memory.created_at,
-            expires_at=memory.expires_at,
-        )
-        seen.add(memory.source_id)
-        report.stored["memories"] += 1
+        elif there is not None:  # changed at the source since (mem0 updates a memory in place)
+            changes = {"content": memory.content, "metadata": memory.metadata}
+            seen[memory.source_id] = service.update_memory(world.key, there.id, changes, there.owner or None)
+            report.updated["memories"] += 1
+        else:
+            seen[memory.source_id] = service.add_memory(
+                world.key,
+                memory.content,
+                type=memory.type,
+                importance=memory.importance,
+                agent=memory.agent,
+                chat_id=memory.chat_id,
+                metadata=memory.metadata,
+                created_at=memory.created_at,
+                expires_at=memory.expires_at,
+            )
+            report.stored["memories"] += 1
 
 
 def _store_facts(
