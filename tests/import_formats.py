@@ -296,3 +296,22 @@ def letta_agent_file_v1() -> dict[str, Any]:
         "tool_rules": [],
         "tags": [],
     }
+
+
+def letta_passages() -> list[dict[str, Any]]:
+    """What Letta's API lists of an agent's archival memory (`client.agents.passages.list`:
+    `Passage` in letta/schemas/passage.py)."""
+    return [
+        {
+            "id": "passage-6f1d2c3b-0000-4000-8000-00000000a001",
+            "text": "Sarah's thesis is on Fibonacci trends in markets",
+            "created_at": "2025-10-11T08:00:00+00:00",
+            "metadata": {"topic": "research"},
+            "tags": ["sarah"],
+            "archive_id": "archive-1",
+            "is_deleted": False,
+            "embedding": [0.1, 0.2],
+            "embedding_config": {"embedding_model": "text-embedding-3-small"},
+        },
+        {"id": "passage-gone", "text": "old note", "created_at": "2025-10-09T08:00:00Z", "is_deleted": True},
+    ]

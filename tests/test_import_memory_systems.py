@@ -18,7 +18,7 @@ from recall import Recall, Settings
 from recall.cli import app
 from recall.errors import InvalidInputError
 from recall.importers import IMPORTED_FROM, import_letta, import_mem0, import_zep, read_letta, read_mem0, read_zep
-from tests.import_formats import letta_agent_file, letta_agent_file_v1, mem0_export, write, zep_export
+from tests.import_formats import letta_agent_file, letta_agent_file_v1, letta_passages, mem0_export, write, zep_export
 
 QUICK = Settings(index_interval=0, embeddings="none")
 
@@ -139,6 +139,31 @@ def test_a_letta_agent_file_keeps_the_agent_its_blocks_replies_and_tool_calls_on
     assert edited.to_dict()["updated"] == {"facts": 1} and edited.to_dict()["stored"] == {}
     assert [f.content for f in sam.facts.list()] == ["I am Sam. I love primes."]
     assert len(world.messages(limit=10)) == 5
+
+
+def test_letta_archival_passages_beside_the_file_become_the_agents_own_memories(tmp_path: Path) -> None:
+    source = write(tmp_path / "sam.af", letta_agent_file())
+    passages = write(tmp_path / "passages.json", letta_passages())
+    with Recall(tmp_path / "r.db", QUICK) as mem:
+        report = import_letta(mem, source, passages=passages)
+        assert report.stored["memories"] == 1
+        assert report.unmapped["deleted archival passages"] == 1
+        assert report.unmapped["passage embeddings (recall embeds with its own model)"] == 1
+        (thesis,) = mem.world("Sam").agent("Sam").memories()
+        assert (thesis.owner, thesis.type, thesis.content) == (
+            "Sam",
+            "archival",
+            "Sarah's thesis is on Fibonacci trends in markets",
+        )
+        assert thesis.created_at == utc("2025-10-11T08:00:00+00:00") and thesis.metadata["topic"] == "research"
+        assert thesis.metadata[IMPORTED_FROM]["id"] == "passage-6f1d2c3b-0000-4000-8000-00000000a001"
+        assert mem.world("Sam").memories() == []  # the agent's own, not the world's
+        assert import_letta(mem, source, passages=passages, passages_agent="sam").skipped["memories"] == 1
+        with pytest.raises(InvalidInputError, match="'Ann' is not an agent of the file; its agents: Sam"):
+            read_letta(source, passages=passages, passages_agent="Ann")
+        with pytest.raises(InvalidInputError) as caught:
+            read_letta(source, passages=write(tmp_path / "bad.json", [{"id": "p", "text": "t"}]))
+        assert caught.value.field == "bad.json [0].created_at"
 
 
 def test_the_first_agent_file_schema_and_its_wrapped_user_messages(tmp_path: Path) -> None:

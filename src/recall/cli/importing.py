@@ -124,14 +124,22 @@ def import_letta(
     file: Path,
     world: Annotated[str | None, typer.Option(help="World to import into (default: the first agent's name).")] = None,
     human: Annotated[str, typer.Option(help="Who the agent's user messages come from.")] = "user",
+    passages: Annotated[
+        Path | None,
+        typer.Option(help="The agent's archival memory: the JSON list of passages Letta's API returns."),
+    ] = None,
+    passages_agent: Annotated[
+        str | None, typer.Option(help="The agent the passages are of (needed when the file has several).")
+    ] = None,
 ) -> None:
     """Import a Letta Agent File (.af): agents with their system prompts, memory blocks as facts
-    about each agent, and their messages with their times and tool calls.
+    about each agent, and their messages with their times and tool calls; with --passages, an
+    agent's archival memory as its own memories.
 
     Again with the same file: nothing is stored twice (a block edited since is updated). Prints
     what had no equivalent in recall."""
     with open_recall(create=True) as mem:
-        plan = importers.read_letta(file, world, human)
+        plan = importers.read_letta(file, world, human, passages, passages_agent)
         with _progress(sum(len(c.messages) for c in plan.conversations), plan.report.worlds[0]) as advance:
             report = importers.store_plan(mem, plan, advance)
         _print_report(report)

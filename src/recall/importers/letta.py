@@ -14,7 +14,8 @@ An agent is `{"name", "system", "messages": [message, …], …}`; a message
 `{"id"?, "role" (system, user, assistant, tool, approval), "content": [{"type": "text", "text"},
 …], "tool_calls"?: [OpenAI tool call, …], "tool_call_id"?, "tool_returns"?, "created_at"}`; a
 block `{"label", "value", "limit", "description"?, …}`. No version carries archival memory
-(Letta's passages): the agent-file README says so.
+(Letta's passages: the agent-file README says so); a list of them, as Letta's API returns it,
+may be given beside the file (`letta_passages.py`).
 
 Every agent becomes an agent of the world (the first agent's name by default) with its `system`
 as its system prompt, and each memory block a fact about it (`agent:WORLD/AGENT`, its label in
@@ -43,6 +44,7 @@ from recall.core.routing import TOOL_CALL_ID, TOOL_RESULT_FOR
 from recall.errors import InvalidInputError
 from recall.importers.conversations import Conversation, slug
 from recall.importers.json_file import at, ident, items, load_json, obj, objects, text, time
+from recall.importers.letta_passages import read_passages
 from recall.importers.plan import IMPORTED_FROM, ImportPlan, PlannedAgent, origin
 from recall.importers.report import ImportReport
 from recall.importers.storing import Progress, store_plan
@@ -72,10 +74,17 @@ _AGENT_PARTS = {
 }
 
 
-def read_letta(path: str | Path, world_id: str | None = None, human: str = "user") -> ImportPlan:
+def read_letta(
+    path: str | Path,
+    world_id: str | None = None,
+    human: str = "user",
+    passages: str | Path | None = None,
+    passages_agent: str | None = None,
+) -> ImportPlan:
     """What importing the Agent File at `path` would write (nothing is stored); the world is
-    `world_id`, else the first agent's name. An InvalidInputError names the place in the file
-    for anything not in the format."""
+    `world_id`, else the first agent's name. `passages`: a file of the agent's archival memory
+    (`letta_passages.py`), the agent being `passages_agent` (needed when the file has several).
+    An InvalidInputError names the place in the file for anything not in the format."""
     data, _ = load_json(path, "a Letta Agent File (.af)")
     data = obj(data, "")
     plan = ImportPlan(ImportReport(SYSTEM, Path(path).name))
@@ -106,7 +115,26 @@ def read_letta(path: str | Path, world_id: str | None = None, human: str = "user
     file_time = time(data, "created_at", "", required=False)
     for where, agent in agents:
         _read_agent(plan, conversation, agent, where, blocks, human_id, file_time)
+    if passages is not None:
+        read_passages(plan, passages, world, _passages_agent(plan, passages_agent))
     return plan
+
+
+def _passages_agent(plan: ImportPlan, named: str | None) -> str:
+    """The agent whose archival memory the passages are: the one named, or the file's only one."""
+    ids = [agent.agent_id for agent in plan.agents]
+    if named is None:
+        if len(ids) != 1:
+            raise InvalidInputError(
+                "passages_agent", f"the file has {len(ids)} agents ({', '.join(ids)}): name the one the passages are of"
+            )
+        return ids[0]
+    found = [agent_id for agent_id in ids if agent_id.lower() == slug(named).lower()]
+    if not found:
+        raise InvalidInputError(
+            "passages_agent", f"{named!r} is not an agent of the file; its agents: {', '.join(ids)}"
+        )
+    return found[0]
 
 
 def _block_id(block: dict[str, Any], where: str) -> str:
@@ -307,8 +335,15 @@ def _key(agent_name: str, message: dict[str, Any]) -> str:
 
 
 def import_letta(
-    mem: Recall, path: str | Path, world_id: str | None = None, human: str = "user", progress: Progress | None = None
+    mem: Recall,
+    path: str | Path,
+    world_id: str | None = None,
+    human: str = "user",
+    passages: str | Path | None = None,
+    passages_agent: str | None = None,
+    progress: Progress | None = None,
 ) -> ImportReport:
-    """Import the Agent File at `path` (`read_letta`); what was stored, skipped (imported before)
-    and had no equivalent. Nothing is stored when the file is not in the format."""
-    return store_plan(mem, read_letta(path, world_id, human), progress)
+    """Import the Agent File at `path`, and the archival `passages` of one of its agents
+    (`read_letta`); what was stored, skipped (imported before) and had no equivalent. Nothing is
+    stored when a file is not in its format."""
+    return store_plan(mem, read_letta(path, world_id, human, passages, passages_agent), progress)
