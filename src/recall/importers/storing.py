@@ -14,7 +14,8 @@ that cannot be imported whole stores nothing (every other record was checked whe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from recall import limits
 from recall.api import Recall, World
@@ -67,9 +68,7 @@ def _check_messages(mem: Recall, plan: ImportPlan) -> None:
     most = mem.service.settings.max_message_chars
     for conversation in plan.conversations:
         for request in conversation.messages:
-            where = (
-                f"message {dict(request.metadata or {}).get(IMPORTED_FROM, {}).get('id') or request.idempotency_key}"
-            )
+            where = f"message {_source_id(request.metadata) or request.idempotency_key}"
             if len(request.content) > most:
                 raise InvalidInputError(where, f"is {len(request.content):,} characters; the limit is {most:,}")
             if problem := text_problem(request.content):
@@ -80,6 +79,12 @@ def _check_messages(mem: Recall, plan: ImportPlan) -> None:
             if reserved and not conversation.trusted:
                 raise InvalidInputError(f"{where} metadata.{reserved[0]}", "is a key recall reserves for itself")
             check_chat(request.chat_id)
+
+
+def _source_id(metadata: Mapping[str, Any] | None) -> str | None:
+    """The id a message had in the system it was imported from, if it had one."""
+    source = (metadata or {}).get(IMPORTED_FROM)
+    return source.get("id") if isinstance(source, dict) else None
 
 
 def imported(memories: Iterable[Memory], system: str) -> dict[str, Memory]:

@@ -86,7 +86,7 @@ def _read_session(
         messages = messages.get("messages", [])
         where = at(where, "messages")
     for number, (place, message) in enumerate(objects(messages, at(where, "messages"))):
-        request = _message(plan, message, place, chat, user, default_agent, number)
+        request = _message(plan, world, message, place, chat, user, default_agent, number)
         if request is not None:
             conversation.messages.append(request)
     if user is not None:
@@ -97,6 +97,7 @@ def _read_session(
 
 def _message(
     plan: ImportPlan,
+    world: str,
     message: dict[str, Any],
     where: str,
     chat: str | None,
@@ -104,7 +105,6 @@ def _message(
     default_agent: str,
     number: int,
 ) -> PostRequest | None:
-    world = plan.report.worlds[0]
     role = text(message, "role", where)
     role_type = text(message, "role_type", where, required=False)
     kind, name = (role_type, role) if role_type is not None else (role, text(message, "name", where, required=False))
