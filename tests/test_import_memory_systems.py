@@ -166,6 +166,27 @@ def test_letta_archival_passages_beside_the_file_become_the_agents_own_memories(
         assert caught.value.field == "bad.json [0].created_at"
 
 
+def test_a_block_longer_than_a_fact_is_kept_in_parts_and_a_file_as_one_json_string_is_read(tmp_path: Path) -> None:
+    """Real Agent Files have blocks of 10,000 to 30,000 characters, over a fact's 10,000, and the
+    agent-file repository has files holding the export as one JSON string."""
+    data = letta_agent_file()
+    lines = [f"line {i}: " + "x" * 990 for i in range(25)]  # 25,000 characters or so
+    data["blocks"][0]["value"] = "\n".join(lines)
+    source = tmp_path / "big.af"
+    source.write_text(json.dumps(json.dumps(data)), encoding="utf-8")
+    with Recall(tmp_path / "r.db", QUICK) as mem:
+        assert import_letta(mem, source).stored["facts"] == 3
+        parts = sorted(mem.world("Sam").agent("Sam").facts.list(), key=lambda f: f.id)
+        assert [f.source for f in parts] == ["letta:block:persona", "letta:block:persona#2", "letta:block:persona#3"]
+        assert all(len(f.content) <= 10_000 for f in parts)
+        assert "\n".join(f.content for f in parts) == data["blocks"][0]["value"]  # split between lines, nothing lost
+        # The block shrank to one part since: the parts it no longer has go.
+        data["blocks"][0]["value"] = "I am Sam."
+        report = import_letta(mem, write(source, data))
+        assert report.to_dict()["updated"] == {"facts": 1} and report.to_dict()["removed"] == {"facts": 2}
+        assert [f.content for f in mem.world("Sam").agent("Sam").facts.list()] == ["I am Sam."]
+
+
 def test_the_first_agent_file_schema_and_its_wrapped_user_messages(tmp_path: Path) -> None:
     with Recall(tmp_path / "r.db", QUICK) as mem:
         report = import_letta(mem, write(tmp_path / "old.af", letta_agent_file_v1()), "old", human="maria")
@@ -261,7 +282,9 @@ def test_messages_the_store_would_refuse_stop_the_import_before_anything_is_stor
     data["sessions"][1]["messages"]["messages"][1]["content"] = "x" * 200
     source = write(tmp_path / "zep.json", data)
     with Recall(tmp_path / "r.db", Settings(index_interval=0, embeddings="none", max_message_chars=100)) as mem:
-        with pytest.raises(InvalidInputError, match="message m-0004: is 200 characters; the limit is 100"):
+        with pytest.raises(
+            InvalidInputError, match="message m-0004: is 200 characters; the limit is 100 .*RECALL_MAX_MESS"
+        ):
             import_zep(mem, source)
         assert mem.worlds() == [] and mem.scope("user:maria").list() == []
         # A key only recall writes (who a message is for alone) is refused from a file too.

@@ -86,6 +86,8 @@ def read_letta(
     (`letta_passages.py`), the agent being `passages_agent` (needed when the file has several).
     An InvalidInputError names the place in the file for anything not in the format."""
     data, _ = load_json(path, "a Letta Agent File (.af)")
+    if isinstance(data, str):  # some files hold the export as one JSON string (the agent-file repository's)
+        data = _json_inside(data)
     data = obj(data, "")
     plan = ImportPlan(ImportReport(SYSTEM, Path(path).name))
     if "agents" in data:
@@ -137,6 +139,14 @@ def _passages_agent(plan: ImportPlan, named: str | None) -> str:
     return found[0]
 
 
+def _json_inside(value: str) -> Any:
+    """The JSON a file's one string holds, or the string (refused as it is not an object)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
 def _block_id(block: dict[str, Any], where: str) -> str:
     block_id = ident(block, "id", where)
     assert block_id is not None
@@ -182,19 +192,46 @@ def _read_agent(
 
 
 def _read_block(plan: ImportPlan, scope: str, block: dict[str, Any], where: str, since: datetime) -> None:
+    """A block as facts about the agent: one, or, for a block longer than a fact holds, one per
+    part of it (split between lines), their sources `letta:block:LABEL`, `…#2`, … Those are all
+    the facts of the block: one an earlier import left that the block no longer has goes."""
     label = text(block, "label", where)
     value = block.get("value")
     if not isinstance(value, str):
         raise InvalidInputError(at(where, "value"), "must be text")
     created = time(block, "created_at", where, required=False) or since
     assert label is not None
+    source = f"letta:block:{label}"
+    plan.own_sources(scope, source)
     if not value.strip():
         plan.report.leave_out("empty memory blocks (a fact needs text)")
         return
     for key in ("description", "limit", "read_only", "metadata", "metadata_"):
         if block.get(key) not in (None, "", {}, False):
             plan.report.leave_out(f"memory block field {key!r} (a fact has no such field)")
-    plan.add_fact(scope, NewFact(value.strip(), source=f"letta:block:{label}"), created, at(where, "value"))
+    for number, part in enumerate(split_text(value.strip(), limits.MAX_FACT_CHARS), start=1):
+        named = source if number == 1 else f"{source}#{number}"
+        plan.add_fact(scope, NewFact(part, source=named), created, at(where, "value"))
+
+
+def split_text(value: str, most: int) -> list[str]:
+    """`value` in parts of at most `most` characters, split between lines where it can be."""
+    parts: list[str] = []
+    current = ""
+    for line in value.splitlines(keepends=True):
+        while len(line) > most:  # a line longer than a part: cut it
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(line[:most])
+            line = line[most:]
+        if len(current) + len(line) > most:
+            parts.append(current)
+            current = ""
+        current += line
+    if current:
+        parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
 
 
 def _text_parts(message: dict[str, Any], where: str) -> tuple[str, str]:

@@ -74,6 +74,9 @@ class ImportPlan:
     conversations: list[Conversation] = field(default_factory=list)
     memories: list[PlannedMemory] = field(default_factory=list)
     facts: list[PlannedFact] = field(default_factory=list)
+    #: (scope, source): the facts planned with that source, or `source#N`, are all the scope
+    #: has of it; others an earlier import left are removed (a Letta block that shrank).
+    owned: list[tuple[str, str]] = field(default_factory=list)
 
     def add_world(self, world_id: str, name: str) -> None:
         self.worlds.setdefault(world_id, name)
@@ -87,6 +90,10 @@ class ImportPlan:
     def add_agent(self, agent: PlannedAgent) -> None:
         if not any(a.world_id == agent.world_id and a.agent_id == agent.agent_id for a in self.agents):
             self.agents.append(agent)
+
+    def own_sources(self, scope: str, source: str) -> None:
+        """Declare the planned facts of `scope` with `source` (or `source#N`) the only ones it has."""
+        self.owned.append((scope, source))
 
     def add_memory(self, memory: PlannedMemory, where: str) -> None:
         """Add a memory once it passes the checks `add_memory` makes (InvalidInputError naming `where`)."""

@@ -14,8 +14,10 @@ KINDS = ("humans", "agents", "messages", "memories", "facts")
 
 @dataclass
 class ImportReport:
-    """`stored`, `skipped` and `updated` count records by kind (KINDS); `unmapped` counts what
-    had no equivalent in recall, by a line saying what it is and why it was left out."""
+    """`stored`, `skipped`, `updated` and `removed` count records by kind (KINDS): new, imported
+    before, changed in the file since, and gone from it since (a part of a Letta block);
+    `unmapped` counts what had no equivalent in recall, by a line saying what it is and why it
+    was left out."""
 
     system: str
     file: str
@@ -23,6 +25,7 @@ class ImportReport:
     stored: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     updated: Counter[str] = field(default_factory=Counter)
+    removed: Counter[str] = field(default_factory=Counter)
     unmapped: Counter[str] = field(default_factory=Counter)
 
     def leave_out(self, what: str, count: int = 1) -> None:
@@ -41,6 +44,7 @@ class ImportReport:
             "stored": ordered(self.stored),
             "skipped": ordered(self.skipped),
             "updated": ordered(self.updated),
+            "removed": ordered(self.removed),
             "unmapped": dict(sorted(self.unmapped.items())),
         }
 
@@ -50,6 +54,8 @@ class ImportReport:
         lines = [f"imported from {self.system} ({self.file}) into {worlds}: {_counts(self.stored) or 'nothing new'}"]
         if any(self.updated.values()):
             lines.append(f"updated (changed in the file since an earlier import): {_counts(self.updated)}")
+        if any(self.removed.values()):
+            lines.append(f"removed (gone from the file since an earlier import): {_counts(self.removed)}")
         if any(self.skipped.values()):
             lines.append(f"already imported before, skipped: {_counts(self.skipped)}")
         if self.unmapped:

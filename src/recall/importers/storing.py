@@ -7,7 +7,8 @@ each once. Running the same import again stores nothing new and counts what it s
   have it are read once before writing, and a memory whose id is there is skipped, or, when its
   text changed at the source (mem0 updates a memory in place), updated;
 - facts carry the source's id as their `source`: a fact whose scope has one with that source is
-  skipped, or, when its text changed in the file (a Letta memory block edited since), updated.
+  skipped, or, when its text changed in the file (a Letta memory block edited since), updated;
+  the parts of a Letta block the file no longer has (it shrank, or was emptied) are removed.
 
 The file's messages are checked against the store's limits before the first write, so a file
 that cannot be imported whole stores nothing (every other record was checked when read)."""
@@ -58,8 +59,9 @@ def store_plan(mem: Recall, plan: ImportPlan, progress: Progress | None = None) 
         report.skipped["messages"] += done.skipped
     for world_id in {m.world_id for m in plan.memories}:
         _store_memories(mem, worlds[world_id], [m for m in plan.memories if m.world_id == world_id], report)
-    for scope in dict.fromkeys(f.scope for f in plan.facts):
-        _store_facts(mem, worlds, scope, [f for f in plan.facts if f.scope == scope], report)
+    for scope in dict.fromkeys([*(f.scope for f in plan.facts), *(scope for scope, _ in plan.owned)]):
+        owned = [source for owner, source in plan.owned if owner == scope]
+        _store_facts(mem, worlds, scope, [f for f in plan.facts if f.scope == scope], owned, report)
     return report
 
 
@@ -70,7 +72,11 @@ def _check_messages(mem: Recall, plan: ImportPlan) -> None:
         for request in conversation.messages:
             where = f"message {_source_id(request.metadata) or request.idempotency_key}"
             if len(request.content) > most:
-                raise InvalidInputError(where, f"is {len(request.content):,} characters; the limit is {most:,}")
+                raise InvalidInputError(
+                    where,
+                    f"is {len(request.content):,} characters; the limit is {most:,} (the setting max_message_chars,"
+                    " RECALL_MAX_MESSAGE_CHARS)",
+                )
             if problem := text_problem(request.content):
                 raise InvalidInputError(where, problem)
             metadata = dict(request.metadata or {})
@@ -126,11 +132,21 @@ def _store_memories(mem: Recall, world: World, memories: list[PlannedMemory], re
 
 
 def _store_facts(
-    mem: Recall, worlds: dict[str, World], scope: str, facts: list[PlannedFact], report: ImportReport
+    mem: Recall,
+    worlds: dict[str, World],
+    scope: str,
+    facts: list[PlannedFact],
+    owned: list[str],
+    report: ImportReport,
 ) -> None:
     service = mem.service.facts
     tenant = next(iter(worlds.values())).tenant if worlds else ""
     by_source = {fact.source: fact for fact in service.list_facts(scope, tenant)}
+    in_file = {f.fact.source for f in facts}
+    for source, gone in by_source.items():
+        if source not in in_file and any(source == own or source.startswith(f"{own}#") for own in owned):
+            service.delete_fact(scope, gone.id, tenant)
+            report.removed["facts"] += 1
     new = []
     for planned in facts:
         there = by_source.get(planned.fact.source)
