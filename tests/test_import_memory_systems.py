@@ -295,6 +295,14 @@ def test_messages_the_store_would_refuse_stop_the_import_before_anything_is_stor
         assert mem.worlds() == []
 
 
+def test_a_page_of_the_platforms_get_all_says_there_are_more(tmp_path: Path) -> None:
+    """The platform's get_all answers a page: {"count", "next", "previous", "results"}."""
+    page = {"count": 120, "next": "https://example.invalid/v3/memories/?page=2", "previous": None}
+    plan = read_mem0(write(tmp_path / "page1.json", {**page, "results": mem0_export()["results"][:1]}))
+    assert len(plan.memories) == 1
+    assert plan.report.unmapped == {"later pages of get_all, not in the file (its `next` is set): save each page": 1}
+
+
 def test_an_export_read_is_only_read(tmp_path: Path) -> None:
     """Reading builds the plan and stores nothing: no store is even opened."""
     plan = read_mem0(write(tmp_path / "m.json", mem0_export()), "w")

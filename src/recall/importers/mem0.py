@@ -1,8 +1,9 @@
 """mem0's memories: the JSON its `get_all` returns, read into one recall world.
 
 The file is what `Memory.get_all(...)` (the open-source library) or `MemoryClient.get_all(...)`
-(the platform) returns, written with `json.dump`: `{"results": [memory, …], "relations": […]}`,
-or a bare list of memories (older versions). A memory is
+(the platform) returns, written with `json.dump`: `{"results": [memory, …], "relations": […]}`
+(the platform's pages add `count`, `next` and `previous`), or a bare list of memories (older
+versions). A memory is
 `{"id", "memory", "hash"?, "metadata"?, "categories"?, "created_at"?, "updated_at"?,
 "user_id"?, "agent_id"?, "run_id"?, "actor_id"?, "role"?, "expiration_date"?, …}`
 (mem0's `MemoryItem` and the payload keys `get_all` promotes, mem0/memory/main.py).
@@ -34,7 +35,7 @@ MEMORY_TYPE = "mem0"
 #: Fields of a memory recall maps or keeps (the rest are counted as unmapped).
 _KNOWN = {
     "id", "memory", "hash", "metadata", "categories", "created_at", "updated_at", "user_id", "agent_id", "run_id",
-    "actor_id", "role", "attributed_to", "expiration_date", "score", "event",
+    "actor_id", "role", "attributed_to", "expiration_date", "app_id", "score", "event",
 }  # fmt: skip
 
 
@@ -53,6 +54,8 @@ def read_mem0(path: str | Path, world_id: str = "mem0", now: datetime | None = N
         relations = data.get("relations")
         if relations:
             report.leave_out("relations: mem0's graph memory (recall keeps no graph)", len(relations))
+        if data.get("next"):  # the platform's pages: {"count", "next", "previous", "results"}
+            report.leave_out("later pages of get_all, not in the file (its `next` is set): save each page")
     else:
         results, where = data, ""
     if not isinstance(results, list):
@@ -96,6 +99,7 @@ def _read_memory(plan: ImportPlan, world: str, memory: dict[str, Any], where: st
         user_id=memory.get("user_id"),
         agent_id=memory.get("agent_id"),
         run_id=memory.get("run_id"),
+        app_id=memory.get("app_id"),
         actor_id=memory.get("actor_id"),
         role=memory.get("role"),
         attributed_to=memory.get("attributed_to"),
