@@ -38,7 +38,7 @@ from typing import Any
 
 from recall import limits
 from recall.api import Recall
-from recall.app.posting import PostRequest
+from recall.app.posting import MAX_CALL_ID, PostRequest
 from recall.core.facts import NewFact
 from recall.core.routing import TOOL_CALL_ID, TOOL_RESULT_FOR
 from recall.errors import InvalidInputError
@@ -293,6 +293,7 @@ def _message(
     else:  # a tool's result
         call_id = text(message, "tool_call_id", where)
         assert call_id is not None
+        limits.check_text(at(where, "tool_call_id"), call_id, MAX_CALL_ID)  # as a tool result posted live
         if call_id in replies:
             plan.report.leave_out("send_message results (Letta's delivery receipts)")
             return None
