@@ -18,6 +18,7 @@ from recall.app.worlds import Worlds
 from recall.core.extraction_plan import FactChanges
 from recall.core.facts import Fact, NewFact, parse_scope, validate_new_fact, validate_sections
 from recall.errors import InvalidInputError, UnknownFactError
+from recall.limits import check_time
 from recall.store.base import Store
 from recall.store.records import FactWrite
 
@@ -82,6 +83,24 @@ class Facts:
         written = self.store.change_facts(tenant, canonical, datetime.now(UTC), add=checked)
         self._index(tenant, written.added)
         return list(written.added)
+
+    def add_dated_facts(self, scope: str, facts: Sequence[tuple[NewFact, datetime]], tenant: str = "") -> list[Fact]:
+        """Facts known since a time of their own (an importer's: when Zep learnt them), each
+        stored with that time as its created_at and updated_at. All are checked first (a bad one
+        stores nothing); those of one time are written in one transaction. Their vectors are left
+        to the background indexer, as `import_facts` leaves them."""
+        canonical = self.scope(scope, tenant)
+        checked: dict[datetime, list[NewFact]] = {}
+        for i, (fact, at) in enumerate(facts):
+            try:
+                checked.setdefault(check_time("created_at", at), []).append(validate_new_fact(fact))
+            except InvalidInputError as e:
+                raise InvalidInputError(f"facts[{i}].{e.field}", e.problem) from None
+        added: list[Fact] = []
+        for at, group in sorted(checked.items()):
+            added += self.store.change_facts(tenant, canonical, at, add=group).added
+        self._index(tenant, added, embed=False)
+        return added
 
     def update_fact(self, scope: str, fact_id: int, changes: Mapping[str, Any], tenant: str = "") -> Fact:
         current = self.get_fact(scope, fact_id, tenant)

@@ -205,15 +205,19 @@ class Posting:
         requests: Sequence[PostRequest],
         batch_size: int = IMPORT_BATCH,
         progress: Callable[[int], None] | None = None,
+        *,
+        trusted: bool = False,
     ) -> list[Message]:
         """Post many messages: all are validated first, so a bad one stores nothing; then they
         are stored in transactions of `batch_size`, reporting each batch to `progress`. They are
-        history: delivered already read, so no agent answers them (they are in its memory)."""
+        history: delivered already read, so no agent answers them (they are in its memory).
+        `trusted`: recall's own importers, which bring an agent's tool results along with its
+        tool calls (`RESERVED_METADATA_KEYS`)."""
         world = self.worlds.get_world(world_id)
         check_int("batch_size", batch_size, 1)
         roster = self.worlds.roster(world.key)
         now = datetime.now(UTC)
-        routed = [replace(self._route(world, roster, r), read_at=now) for r in requests]
+        routed = [replace(self._route(world, roster, r, trusted), read_at=now) for r in requests]
         stored: list[Message] = []
         for start in range(0, len(routed), batch_size):
             chunk = routed[start : start + batch_size]

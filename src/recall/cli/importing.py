@@ -1,5 +1,6 @@
-"""`recall import …`: conversations from files, with their timestamps, and a progress bar.
-Importing a file again stores only what is not in its worlds yet, and says what it skipped."""
+"""`recall import …`: conversations from files, with their timestamps, and a progress bar, and
+what other memory systems (mem0, Zep, Letta) kept. Importing a file again stores only what is not
+in its worlds yet, and says what it skipped."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from recall import importers
 from recall.cli.help_format import App
 from recall.cli.shared import err, open_recall, out
 
-import_app = App(help="Import conversations (keeps their timestamps).", no_args_is_help=True)
+import_app = App(
+    help="Import conversations (keeps their timestamps), or what mem0, Zep or Letta remember.", no_args_is_help=True
+)
 
 
 @contextmanager
@@ -75,3 +78,68 @@ def import_jsonl(
             f"imported {done.stored} messages into world {conversation.world_id}" + _skipped(done.skipped, file),
             markup=False,
         )
+
+
+def _print_report(report: importers.ImportReport) -> None:
+    for line in report.lines():
+        out.print(line, markup=False)
+
+
+@import_app.command("mem0")
+def import_mem0(
+    file: Path,
+    world: Annotated[str, typer.Option(help="World the memories go to (their run_id is their chat).")] = "mem0",
+) -> None:
+    """Import mem0 memories: the JSON of get_all ({"results": [...]}, or a list).
+
+    user_id becomes a human, agent_id an agent whose own memory it is, run_id the memory's chat;
+    mem0's id, hash and categories stay in the memory's metadata. Again with the same file:
+    nothing is stored twice. Prints what had no equivalent in recall."""
+    with open_recall(create=True) as mem:
+        _print_report(importers.import_mem0(mem, file, world))
+
+
+@import_app.command("zep")
+def import_zep(
+    file: Path,
+    world: Annotated[str, typer.Option(help="World the users and sessions go to (a session is a chat).")] = "zep",
+    agent: Annotated[
+        str, typer.Option(help="The agent assistant messages come from when they name none.")
+    ] = "assistant",
+) -> None:
+    """Import Zep users, sessions, messages and facts ({"users": [...], "sessions": [...]}).
+
+    Each session is a chat of the world, its messages kept with their times; a user's facts
+    become facts about them (user:ID). Again with the same file: nothing is stored twice. Prints
+    what had no equivalent in recall."""
+    with open_recall(create=True) as mem:
+        plan = importers.read_zep(file, world, agent)
+        with _progress(sum(len(c.messages) for c in plan.conversations), plan.report.worlds[0]) as advance:
+            report = importers.store_plan(mem, plan, advance)
+        _print_report(report)
+
+
+@import_app.command("letta")
+def import_letta(
+    file: Path,
+    world: Annotated[str | None, typer.Option(help="World to import into (default: the first agent's name).")] = None,
+    human: Annotated[str, typer.Option(help="Who the agent's user messages come from.")] = "user",
+    passages: Annotated[
+        Path | None,
+        typer.Option(help="The agent's archival memory: the JSON list of passages Letta's API returns."),
+    ] = None,
+    passages_agent: Annotated[
+        str | None, typer.Option(help="The agent the passages are of (needed when the file has several).")
+    ] = None,
+) -> None:
+    """Import a Letta Agent File (.af): agents with their system prompts, memory blocks as facts
+    about each agent, and their messages with their times and tool calls; with --passages, an
+    agent's archival memory as its own memories.
+
+    Again with the same file: nothing is stored twice (a block edited since is updated). Prints
+    what had no equivalent in recall."""
+    with open_recall(create=True) as mem:
+        plan = importers.read_letta(file, world, human, passages, passages_agent)
+        with _progress(sum(len(c.messages) for c in plan.conversations), plan.report.worlds[0]) as advance:
+            report = importers.store_plan(mem, plan, advance)
+        _print_report(report)

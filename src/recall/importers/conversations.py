@@ -1,4 +1,4 @@
-"""Bring existing conversations into a store: LoCoMo benchmark files and OpenAI-style JSONL.
+"""Conversations from files: LoCoMo benchmark files and OpenAI-style JSONL.
 
 Each importer reads and validates the whole file first, so a bad line stops the import
 before anything is stored, then registers the speakers it found and posts in batches with
@@ -54,6 +54,9 @@ class Conversation:
     agent_settings: dict[str, Any] = field(default_factory=dict)
     #: The file the messages were read from, as `file_label` names it ('' when built in code).
     source: str = ""
+    #: Whether the messages may carry what only recall writes: an agent's tool results, read by
+    #: recall's own importers from a file that has the agent's tool calls (`letta.py`).
+    trusted: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,9 @@ def import_conversation(mem: Recall, conversation: Conversation, progress: Progr
     world = mem.world(conversation.world_id, create=True, name=conversation.name)
     _register(world, conversation)
     before = _message_count(world)
-    world.import_messages(conversation.messages, progress=progress)
+    mem.service.posting.import_messages(
+        world.key, conversation.messages, progress=progress, trusted=conversation.trusted
+    )
     # Counted by the world's messages: the import's own returns the stored message in place
     # of each one already there. A post by another process meanwhile is not one of ours.
     stored = min(max(_message_count(world) - before, 0), len(conversation.messages))
