@@ -127,14 +127,29 @@ def use_providers(tracer_provider: TracerProvider | None = None, meter_provider:
 @contextmanager
 def span(name: str, attributes: Mapping[str, Value | None] | None = None) -> Iterator[Span]:
     """A span named `name`, current inside the block (children nest under it); an exception
-    leaving the block is recorded on it and marks it failed."""
+    leaving the block marks it failed, with the exception's type (`error.type`) but not its
+    message, which may quote what was posted."""
     tracer = _state.resolve()
     if tracer is None:
         yield _NULL_SPAN
         return
     clean = {k: v for k, v in attributes.items() if v is not None} if attributes else None
-    with tracer.start_as_current_span(name, attributes=clean) as current:
-        yield Span(current)
+    with tracer.start_as_current_span(
+        name, attributes=clean, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield Span(current)
+        except BaseException as exc:
+            _failed(current, exc)
+            raise
+
+
+def _failed(current: Any, exc: BaseException) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    kind = type(exc).__name__
+    current.set_attribute("error.type", kind)
+    current.set_status(Status(StatusCode.ERROR, kind))
 
 
 @contextmanager
@@ -150,8 +165,14 @@ def incoming_request(method: str, headers: Mapping[str, str]) -> Iterator[Span]:
     parent = propagate.extract(headers)
     attributes = {"http.request.method": method}
     kind = trace.SpanKind.SERVER
-    with tracer.start_as_current_span(method, context=parent, kind=kind, attributes=attributes) as current:
-        yield Span(current)
+    with tracer.start_as_current_span(
+        method, context=parent, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield Span(current)
+        except BaseException as exc:
+            _failed(current, exc)
+            raise
 
 
 def record(name: str, value: float, attributes: Mapping[str, Value] | None = None) -> None:
