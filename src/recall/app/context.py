@@ -4,6 +4,7 @@ the facts block, relevant long-term memories, the recalled past, observations.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
@@ -56,6 +57,11 @@ RECENT_SCAN = 60
 
 def _day(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def _traced_phase(phase: str) -> AbstractContextManager[telemetry.Span]:
+    """A phase of the core's build as a span, `recall.context.<phase>`."""
+    return telemetry.span(f"{CONTEXT}.{phase}")
 
 
 def _one_line(text: str) -> str:
@@ -174,6 +180,7 @@ class Contexts:
                 compress_above=self.settings.compress_above,
                 compress_keep_recent=self.settings.compress_keep_recent,
                 window=self.window_settings(),
+                phase=_traced_phase,
             )
             scan = scan_memory(request)  # reads no block: the blocks are gathered next
             span.set(scan_attributes(scan))

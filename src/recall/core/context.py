@@ -23,8 +23,6 @@ from recall.core.routing import TOOL_CALL_ID, context_verdict, is_own, is_own_to
 from recall.core.tokens import REPLY_PRIMING
 from recall.core.window import Cutter, history_candidates, recent_window
 from recall.errors import BudgetExceededError, InvalidInputError
-from recall.telemetry import span as telemetry_span
-from recall.telemetry.instruments import CONTEXT_RANKING
 
 
 @dataclass
@@ -306,7 +304,7 @@ def _spend_by_value(
     analysis = Analysis()
     cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals, parts, analysis)
     room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
-    with telemetry_span(CONTEXT_RANKING) as span:
+    with req.phase("ranking") as span:
         window, older = recent_window(conversation, req.window, room, cutter)
         taken += sum(m.tokens for m in window)
         blocks, items, used = fit_blocks(req, taken)
