@@ -12,6 +12,7 @@ a message, a query, a fact or a memory.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -63,6 +64,8 @@ class Span:
             self._labels[key] = value
 
 
+_MAKING = threading.Lock()
+
 #: The span of every call while nothing records (no extra, or no provider).
 _NULL_SPAN = Span()
 
@@ -89,7 +92,9 @@ class _Telemetry:
     def resolve(self) -> Any:
         """The tracer, made on the first call after the API is imported; None before."""
         if not self.ready and "opentelemetry.trace" in sys.modules:
-            self.use(None, None)
+            with _MAKING:  # threads that get here at once make the instruments once
+                if not self.ready:
+                    self.use(None, None)
         return self.tracer
 
     def use(self, tracer_provider: TracerProvider | None, meter_provider: MeterProvider | None) -> None:
