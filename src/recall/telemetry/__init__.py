@@ -5,8 +5,8 @@ recall's code calls only this module. With the `otel` extra installed, it goes t
 OpenTelemetry API to the global providers (an application that set up its own gets recall's
 spans and metrics; `recall serve` sets them up from the standard `OTEL_*` variables:
 `recall.telemetry.setup`). Without it (or before anything imported the API), every call here is
-a no-op on one shared object and nothing else changes. What goes out are ids, counts, tokens and durations: never the text of
-a message, a query, a fact or a memory.
+a no-op on one shared object and nothing else changes. What goes out are ids, counts, tokens
+and durations: never the text of a message, a query, a fact or a memory.
 """
 
 from __future__ import annotations
