@@ -89,6 +89,7 @@ def test_otlp_over_http_reaches_a_collector_with_the_service_and_recalls_spans(
         "OTEL_SERVICE_NAME": "recall-under-test",
         "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test",
         "OTEL_TRACES_SAMPLER": "always_on",
+        "OTEL_TRACES_EXPORTER": "console,otlp",  # each span printed as JSON too
     }
     done = subprocess.run(
         [sys.executable, "-c", TRACED, str(tmp_path / "recall.db")],
@@ -99,6 +100,7 @@ def test_otlp_over_http_reaches_a_collector_with_the_service_and_recalls_spans(
     )
     assert done.returncode == 0, done.stderr
     assert receiver.content_types == {"application/x-protobuf"}
+    assert '"name": "recall.context.packing"' in done.stdout and "pumpkin" not in done.stdout
 
     spans = [
         (r, s) for request in receiver.traces for r in request.resource_spans for ss in r.scope_spans for s in ss.spans
