@@ -34,7 +34,8 @@ PLATFORMS = {
     "macos-x86_64": ("x86_64-apple-darwin", "13.0"),
     "windows-x86_64": ("x86_64-pc-windows-msvc", None),
 }
-#: What the core install leaves to the extras: chat SDKs, database drivers, web frameworks.
+#: What the core install leaves to the extras: chat SDKs, database drivers, web frameworks,
+#: OpenTelemetry's SDK and exporter.
 NOT_IN_CORE = {
     "openai",
     "anthropic",
@@ -45,6 +46,8 @@ NOT_IN_CORE = {
     "starlette",
     "uvicorn",
     "mcp",
+    "opentelemetry-sdk",
+    "opentelemetry-exporter-otlp-proto-http",
 }
 #: Every CPython release recall supports (pyproject's requires-python, up to the newest).
 PYTHONS = ("3.11", "3.12", "3.13", "3.14")

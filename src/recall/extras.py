@@ -2,8 +2,8 @@
 that names the extra when such a part is used without it.
 
 `pip install recall-memory` is the core: the Python API, the CLI and search on SQLite. The
-server, PostgreSQL, the chat models and the framework adapters each need their extra; `all` is
-every one of them. A package that needs an extra calls `require` first thing, so importing it
+server, PostgreSQL, the chat models, the framework adapters and exporting OpenTelemetry
+traces and metrics each need their extra; `all` is every one of them. A package that needs an extra calls `require` first thing, so importing it
 without the extra raises `MissingExtraError` with one line that says what to install, before any
 import deep inside it fails with a module name the user never asked for.
 """
@@ -25,6 +25,10 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "langgraph": (("langgraph",), "the LangGraph adapter"),
     "langchain": (("langchain_core",), "the LangChain adapter"),
     "openai-agents": (("agents",), "the OpenAI Agents SDK adapter"),
+    "otel": (
+        ("opentelemetry.trace", "opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"),
+        "exporting OpenTelemetry traces and metrics",
+    ),
 }
 
 
@@ -42,7 +46,14 @@ class MissingExtraError(RecallError, ImportError):
 def missing_modules(extra: str, modules: tuple[str, ...] | None = None) -> list[str]:
     """The modules of `extra` (or just `modules` of it) that cannot be imported here."""
     names = modules if modules is not None else EXTRAS[extra][0]
-    return [name for name in names if importlib.util.find_spec(name) is None]
+    return [name for name in names if not _importable(name)]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def require(extra: str, what: str | None = None, modules: tuple[str, ...] | None = None) -> None:

@@ -4,12 +4,15 @@ the facts block, relevant long-term memories, the recalled past, observations.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from recall import telemetry
 from recall.app.agent_state import AgentState
+from recall.app.context_telemetry import record_report, scan_attributes, search_attributes
 from recall.app.posting import Posting
 from recall.app.recalled_search import RecalledSearch, search_text
 from recall.app.validation import (
@@ -41,6 +44,7 @@ from recall.limits import MAX_MODEL_NAME, check_text
 from recall.settings import Settings
 from recall.store.base import Store
 from recall.store.records import Memory, WorldRecord
+from recall.telemetry.instruments import CONTEXT, CONTEXT_PACKING, CONTEXT_SCAN, CONTEXT_SEARCH
 
 if TYPE_CHECKING:
     from recall.app.memories import Memories
@@ -53,6 +57,11 @@ RECENT_SCAN = 60
 
 def _day(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def _traced_phase(phase: str) -> AbstractContextManager[telemetry.Span]:
+    """A phase of the core's build as a span, `recall.context.<phase>`."""
+    return telemetry.span(f"{CONTEXT}.{phase}")
 
 
 def _one_line(text: str) -> str:
@@ -92,6 +101,41 @@ class Contexts:
     ) -> Context:
         """The context the agent's next model call receives in a chat, with its report. `model` (the
         tokenizer, the default budget) and `recalled_max_tokens` override the agent's for this call."""
+        ids = {"recall.world.id": world_id, "recall.agent.id": agent_id, "recall.chat.id": chat_id}
+        with telemetry.timed(CONTEXT, "recall.context.duration", ids) as span:
+            built = self._build_context(
+                world_id,
+                agent_id,
+                chat_id,
+                max_tokens=max_tokens,
+                history_limit=history_limit,
+                message_id=message_id,
+                channel=channel,
+                observation=observation,
+                blocks=blocks,
+                summarizer=summarizer,
+                recalled_max_tokens=recalled_max_tokens,
+                model=model,
+            )
+            record_report(span, built.report)
+        return built
+
+    def _build_context(
+        self,
+        world_id: str,
+        agent_id: str,
+        chat_id: str | None,
+        *,
+        max_tokens: int | None,
+        history_limit: int | None,
+        message_id: int | None,
+        channel: str | None,
+        observation: obs.Observation | Mapping[str, Any] | None,
+        blocks: Sequence[ContextBlock],
+        summarizer: Summarizer | None,
+        recalled_max_tokens: int | None,
+        model: str | None,
+    ) -> Context:
         world = self.worlds.get_world(world_id)
         agent = self.worlds.get_agent(world.key, agent_id)
         chat = check_chat(chat_id)
@@ -109,41 +153,49 @@ class Contexts:
             check_int("message_id", message_id, 1, MAX_MESSAGE_ID)
             self.posting.get_message(world.key, message_id)
 
-        counts = self.store.heard_counts(world.key, agent.id)
         counter = TokenCounter(encoding_for_model(model_name))
-        recent = list(islice(self.store.iter_heard(world.key, agent.id, chat), RECENT_SCAN))
-        upto = recent
-        if message_id is not None and recent and recent[0].id > message_id:
-            # The facts and memories are chosen for the conversation up to the message the call
-            # answers, not for what came after it: the same call gets the same context later.
-            upto = list(islice(self.store.iter_heard(world.key, agent.id, chat, before=message_id + 1), RECENT_SCAN))
-        gathered = self.gathered_blocks(world, agent.id, upto, counter)
-        observed = self.agent_state.observations_block(world.key, agent.id, observation)
-        request = ContextRequest(
-            agent=agent,
-            chat_id=chat,
-            system_prompt=build_system_prompt(agent, channel),
-            memory=self._memory(world.key, agent.id, chat, recent),
-            history_limit=depth,
-            incoming_limit=max(self.settings.incoming_limit, 1),
-            max_tokens=budget,
-            counter=counter,
-            chat_memory_total=counts.get(chat, 0),
-            other_chat_total=sum(n for c, n in counts.items() if c != chat),
-            blocks=[*gathered, *blocks, observed],
-            trigger_id=message_id,
-            summarizer=summarizer if summarizer is not None else self.summarizer,
-            compress_above=self.settings.compress_above,
-            compress_keep_recent=self.settings.compress_keep_recent,
-            window=self.window_settings(),
-        )
-        scan = scan_memory(request)
-        settings = self.recall_settings(agent, recalled_max_tokens)
-        recalled = None
-        if self.index is not None:
-            search = RecalledSearch(self.store, self.settings, self.index)
-            recalled = search.request(world, agent, chat, scan, recent, settings, budget, sum(counts.values()))
-        built = build_context(replace(request, recalled=recalled), scan)
+        with telemetry.span(CONTEXT_SCAN) as span:
+            counts = self.store.heard_counts(world.key, agent.id)
+            recent = list(islice(self.store.iter_heard(world.key, agent.id, chat), RECENT_SCAN))
+            upto = recent
+            if message_id is not None and recent and recent[0].id > message_id:
+                # The facts and memories are chosen for the conversation up to the message the call
+                # answers, not for what came after it: the same call gets the same context later.
+                upto = list(
+                    islice(self.store.iter_heard(world.key, agent.id, chat, before=message_id + 1), RECENT_SCAN)
+                )
+            request = ContextRequest(
+                agent=agent,
+                chat_id=chat,
+                system_prompt=build_system_prompt(agent, channel),
+                memory=self._memory(world.key, agent.id, chat, recent),
+                history_limit=depth,
+                incoming_limit=max(self.settings.incoming_limit, 1),
+                max_tokens=budget,
+                counter=counter,
+                chat_memory_total=counts.get(chat, 0),
+                other_chat_total=sum(n for c, n in counts.items() if c != chat),
+                trigger_id=message_id,
+                summarizer=summarizer if summarizer is not None else self.summarizer,
+                compress_above=self.settings.compress_above,
+                compress_keep_recent=self.settings.compress_keep_recent,
+                window=self.window_settings(),
+                phase=_traced_phase,
+            )
+            scan = scan_memory(request)  # reads no block: the blocks are gathered next
+            span.set(scan_attributes(scan))
+        with telemetry.span(CONTEXT_SEARCH) as span:
+            gathered = self.gathered_blocks(world, agent.id, upto, counter)
+            observed = self.agent_state.observations_block(world.key, agent.id, observation)
+            request = replace(request, blocks=[*gathered, *blocks, observed])
+            settings = self.recall_settings(agent, recalled_max_tokens)
+            recalled = None
+            if self.index is not None:
+                search = RecalledSearch(self.store, self.settings, self.index)
+                recalled = search.request(world, agent, chat, scan, recent, settings, budget, sum(counts.values()))
+            span.set(search_attributes(gathered, recalled))
+        with telemetry.span(CONTEXT_PACKING, {"recall.context.budget": budget}):
+            built = build_context(replace(request, recalled=recalled), scan)
         explicit = {
             name: value
             for name, value in (

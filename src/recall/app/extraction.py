@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
+from recall import telemetry
 from recall.app.extraction_journal import ExtractionJournal
 from recall.app.facts import Facts
 from recall.app.worlds import Worlds
@@ -41,6 +42,7 @@ from recall.errors import ExtractionParseError, InvalidInputError, ModelError, U
 from recall.llm.base import ChatModel
 from recall.settings import Settings
 from recall.store.base import Store
+from recall.telemetry.instruments import EXTRACTION
 
 logger = logging.getLogger("recall.extraction")
 
@@ -278,11 +280,17 @@ class ExtractionQueue:
             logger.exception("extraction for %s (thread %s) could not load the scope's facts", scope, thread_id)
             return ExtractionRun(tenant, scope, thread_id, False, f"could not load the scope's facts: {e}")
         system, prompt = extraction_messages(messages, facts, sections)
+        attributes: dict[str, telemetry.Value] = {
+            "recall.model": self.model.name,
+            "recall.extraction.messages": len(messages),
+        }
         try:
-            answer = self.model.complete(
-                prompt, system=system, max_tokens=EXTRACTION_MAX_TOKENS, temperature=0.0, json_output=True
-            )
-            result = parse_extraction(answer)
+            with telemetry.timed(EXTRACTION, "recall.extraction.duration", attributes) as span:
+                answer = self.model.complete(
+                    prompt, system=system, max_tokens=EXTRACTION_MAX_TOKENS, temperature=0.0, json_output=True
+                )
+                result = parse_extraction(answer)
+                span.set({"recall.extraction.facts_known": len(facts)})
         except (ModelError, ExtractionParseError) as e:
             logger.warning("extraction for %s (thread %s) changed nothing: %s", scope, thread_id, e)
             return ExtractionRun(tenant, scope, thread_id, True, str(e))

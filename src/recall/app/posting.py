@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from recall import limits
+from recall import limits, telemetry
 from recall.app.validation import MAX_MESSAGE_ID, check_channel, check_chat, check_int, parse_timestamp
 from recall.app.worlds import Roster, Worlds
 from recall.core.models import Message
@@ -28,6 +28,7 @@ from recall.errors import InvalidInputError, text_problem
 from recall.settings import Settings
 from recall.store.base import Store
 from recall.store.records import NewMessage, WorldRecord
+from recall.telemetry.instruments import POST
 
 if TYPE_CHECKING:
     from recall.search.indexer import BackgroundIndexer
@@ -160,8 +161,12 @@ class Posting:
     def post_many(self, world_id: str, requests: Sequence[PostRequest], *, trusted: bool = False) -> list[Message]:
         """Post several messages in one transaction: all are stored, or none (if one is invalid).
         `trusted`: recall's own tool results and adapters (see `RESERVED_METADATA_KEYS`)."""
-        world, batch = self.prepare_posts(world_id, requests, trusted=trusted)
-        return self.append_messages(world, batch)
+        ids = {"recall.world.id": world_id if isinstance(world_id, str) else None}
+        with telemetry.timed(POST, "recall.post.duration", ids) as span:
+            world, batch = self.prepare_posts(world_id, requests, trusted=trusted)
+            stored = self.append_messages(world, batch)
+            span.set(post_attributes(batch))
+        return stored
 
     def prepare_posts(
         self, world_id: str, requests: Sequence[PostRequest], *, trusted: bool = False
@@ -284,6 +289,15 @@ class Posting:
     def list_chats(self, world_id: str) -> list[tuple[str | None, int]]:
         """The world's chats (None: the default chat) with their message counts."""
         return self.store.list_chats(self.worlds.get_world(world_id).key)
+
+
+def post_attributes(batch: Sequence[NewMessage]) -> dict[str, telemetry.Value]:
+    """A post's span: how many messages, and how many inboxes they went to (never their text)."""
+    return {
+        "recall.post.messages": len(batch),
+        "recall.post.recipients": sum(len(m.recipients) for m in batch),
+        "recall.post.mentions": sum(len(m.mentions) for m in batch),
+    }
 
 
 def _check_not_reserved(metadata: Mapping[str, Any], private_for: object) -> None:

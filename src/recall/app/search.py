@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from recall import telemetry
 from recall.app.facts import Facts
 from recall.app.people_facts import fact_scope, people_scopes, with_people_facts
 from recall.app.worlds import Worlds
 from recall.errors import InvalidInputError, UnknownWorldError
 from recall.search.metadata import parse as parse_metadata
 from recall.settings import Settings
+from recall.telemetry.instruments import SEARCH
 
 if TYPE_CHECKING:
     from recall.app.memories import Memories
@@ -162,6 +164,60 @@ class Searcher:
         With `agent`, only what that agent may see: shared items and its own private ones. With
         `metadata`, only messages and memories whose metadata passes it (`search/metadata.py`:
         `{"channel": "sms", "priority": {"$gte": 2}}`), before the `k` best are picked."""
+        # The query's text is never an attribute: its length is.
+        ids = {"recall.world.id": space if isinstance(space, str) else None, "recall.agent.id": agent}
+        with telemetry.timed(
+            SEARCH,
+            "recall.search.duration",
+            ids,
+            {"recall.search.method": method if method in SEARCH_METHODS else "invalid"},
+        ) as span:
+            results = self._search(
+                space,
+                query,
+                tenant=tenant,
+                kinds=kinds,
+                k=k,
+                method=method,
+                agent=agent,
+                chat_id=chat_id,
+                sender=sender,
+                since=since,
+                until=until,
+                min_importance=min_importance,
+                min_score=min_score,
+                metadata=metadata,
+                now=now,
+            )
+            span.set(
+                {
+                    "recall.search.k": k if isinstance(k, int) else None,
+                    "recall.search.kinds": ",".join(str(kind) for kind in kinds),
+                    "recall.search.query_chars": len(query) if isinstance(query, str) else None,
+                    "recall.search.results": len(results),
+                }
+            )
+        return results
+
+    def _search(
+        self,
+        space: str,
+        query: str,
+        *,
+        tenant: str,
+        kinds: Sequence[str],
+        k: int,
+        method: str,
+        agent: str | None,
+        chat_id: str | None,
+        sender: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        min_importance: int | None,
+        min_score: float | None,
+        metadata: Mapping[str, Any] | None,
+        now: datetime | None,
+    ) -> list[SearchResult]:
         _check_options(query, kinds, k, method, min_score)
         parse_metadata(metadata)  # refused whether or not there is anything to search
         owners: list[str] | None = None

@@ -11,6 +11,7 @@ from recall.cli.shared import DB_HELP, check_location, db_flag, err, fail, open_
 from recall.errors import RecallError
 from recall.extras import require
 from recall.store.urls import redacted_url
+from recall.telemetry.setup import configure_from_env
 
 
 def serve(
@@ -71,6 +72,8 @@ def serve(
         )
         settings.check_exposure()
         check_location(settings.db, create=True)
+        # OTEL_* variables: traces and metrics to a collector (docs/opentelemetry.md); none: nothing.
+        configure_from_env()
         application = build_app(settings)
     except RecallError as exc:
         fail(exc)
@@ -103,6 +106,10 @@ def mcp(
     from recall.server.mcp import run_stdio
 
     # stdout carries the protocol alone: errors go to stderr, like every other command's.
+    try:
+        configure_from_env()
+    except RecallError as exc:
+        fail(exc)
     with open_recall() as mem:
         if world is not None:
             # A misspelt default fails here, once, rather than in every call.

@@ -304,17 +304,25 @@ def _spend_by_value(
     analysis = Analysis()
     cutter = Cutter(req.counter, req.recalled.terms, req.recalled.words, originals, parts, analysis)
     room = min(int(req.window.share * req.max_tokens), req.max_tokens - taken)
-    window, older = recent_window(conversation, req.window, room, cutter)
-    taken += sum(m.tokens for m in window)
-    blocks, items, used = fit_blocks(req, taken)
-    pool = history_candidates(
-        conversation[:older],
-        req.recalled.candidates,
-        originals,
-        req.window,
-        cutter,
-        req.recalled.settings.excerpt_tokens,
-    )
+    with req.phase("ranking") as span:
+        window, older = recent_window(conversation, req.window, room, cutter)
+        taken += sum(m.tokens for m in window)
+        blocks, items, used = fit_blocks(req, taken)
+        pool = history_candidates(
+            conversation[:older],
+            req.recalled.candidates,
+            originals,
+            req.window,
+            cutter,
+            req.recalled.settings.excerpt_tokens,
+        )
+        span.set(
+            {
+                "recall.ranking.window": len(window),
+                "recall.ranking.history_candidates": len(pool),
+                "recall.ranking.recalled_candidates": len(req.recalled.candidates),
+            }
+        )
     shown = {m.source_id for m in (*mentions, *window)} | {m.id for m in scan.incoming[-1:]}
     recalled = pack_recalled(
         req.recalled,

@@ -4,7 +4,8 @@ builds; what a context is made of is in `core/context_parts.py`, `core/context.p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +24,25 @@ class Summarizer(Protocol):
     summary could be made: the builder then keeps the newest messages that fit."""
 
     def summarize(self, messages: Sequence[Message]) -> str: ...
+
+
+class PhaseSpan(Protocol):
+    """What the builder tells about one of its phases: counts, never text."""
+
+    def set(self, attributes: Mapping[str, str | bool | int | float | None]) -> None: ...
+
+
+class _Untraced:
+    def set(self, attributes: Mapping[str, str | bool | int | float | None]) -> None:
+        pass
+
+
+_UNTRACED = _Untraced()
+
+
+def untraced(phase: str) -> AbstractContextManager[PhaseSpan]:
+    """A phase nobody traces (the default)."""
+    return nullcontext(_UNTRACED)
 
 
 @dataclass(frozen=True)
@@ -54,6 +74,9 @@ class ContextRequest:
     #: without (or with a summarizer), the history first and the recalled past in what is left.
     recalled: RecallRequest | None = None
     window: WindowSettings | None = None
+    #: Wraps a phase of the build ("ranking") for whoever traces it: the service passes
+    #: OpenTelemetry spans (docs/opentelemetry.md); the pure core keeps no tracer of its own.
+    phase: Callable[[str], AbstractContextManager[PhaseSpan]] = untraced
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from recall import telemetry
+from recall.telemetry.instruments import INDEX_BATCH
+
 logger = logging.getLogger("recall.indexer")
 
 #: Seconds between rounds when nobody calls `notify()` (posts from another process, say).
@@ -144,9 +147,7 @@ class BackgroundIndexer:
 
     def _round_of_work(self) -> None:
         try:
-            while (
-                self.indexing and not self._stopping.is_set() and self.index.step(self.batch, self._stopping.is_set) > 0
-            ):
+            while self.indexing and not self._stopping.is_set() and self._step() > 0:
                 self._signal()
             # The copy in memory and its graphs follow what was indexed, here or elsewhere.
             while not self._stopping.is_set() and self.index.maintain() > 0:
@@ -158,6 +159,17 @@ class BackgroundIndexer:
         finally:
             self._signal()
         self._run_chores()
+
+    def _step(self) -> int:
+        """One batch of indexing: how many items it indexed (traced when there were any)."""
+        started, clock = time.time_ns(), time.perf_counter()
+        done = self.index.step(self.batch, self._stopping.is_set)
+        if done > 0:
+            seconds = time.perf_counter() - clock
+            telemetry.finished(INDEX_BATCH, started, {"recall.index.batch": self.batch, "recall.index.items": done})
+            telemetry.record("recall.index.batch.duration", seconds, {"recall.outcome": "ok"})
+            telemetry.record("recall.index.batch.size", done)
+        return done
 
     def _run_chores(self) -> None:
         for chore in list(self._chores):

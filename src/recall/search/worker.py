@@ -31,6 +31,7 @@ from recall.search.open import open_search_index
 from recall.search.pending import Progress, copy_messages, embed_all
 from recall.settings import Settings
 from recall.store import is_postgres_url, open_store
+from recall.telemetry.setup import configure_from_env
 
 logger = logging.getLogger("recall.search.worker")
 
@@ -124,7 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(WORKER_NICENESS)
         if os.getppid() != args.parent:  # the parent died before the death signal was armed
             return 0
-    run_worker(args.db, Settings.from_env(), once=args.once, parent=args.parent, stop=stop)
+    # The server's OTEL_* variables, inherited: the batches' spans and metrics go where its own go.
+    telemetry = configure_from_env()
+    try:
+        run_worker(args.db, Settings.from_env(), once=args.once, parent=args.parent, stop=stop)
+    finally:
+        telemetry.shutdown()  # what is buffered is exported before the process ends
     return 0
 
 

@@ -42,6 +42,7 @@ from recall.server.json_body import JsonBody
 from recall.server.other_posts import posts_from_other_processes
 from recall.server.routes import ROUTERS
 from recall.server.schemas import pattern_in_words
+from recall.server.tracing import TraceRequests
 from recall.server.views import error
 from recall.version import __version__
 
@@ -84,6 +85,8 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
         keys=state.keys,
         limits=BodyLimits(config.max_body_bytes, config.max_import_bytes, config.header_timeout),
     )
+    # Outermost: a request the guard refuses is traced too.
+    app.add_middleware(TraceRequests)
     _install_error_handlers(app)
     for router in (*ROUTERS, ui.router, docs.router):
         app.include_router(router)

@@ -22,6 +22,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from recall import telemetry
 from recall.app.deliveries import PlainCheck
 from recall.core.inbox import CheckResult
 from recall.core.models import Message
@@ -30,6 +31,7 @@ from recall.server import views
 from recall.server.json_body import json_bytes
 from recall.server.recent_posts import RecentPosts
 from recall.server.writer import GroupCommit
+from recall.telemetry.instruments import INBOX_WAIT, INBOX_WAKE
 
 if TYPE_CHECKING:
     from recall.app.service import RecallService
@@ -113,23 +115,25 @@ class Notifier:
         world = self._waiters.get(world_id.lower())
         if not world:
             return
-        # The agents the message was delivered to, when known: then it is what they answer.
-        recipients = None if message is None or delivered_to is None else {a.lower() for a in delivered_to}
-        woken = 0
-        # The waiting agents the message is for: a post to one of a thousand looks up the one.
-        agents = list(world) if message is None else responders(world.keys(), message)
-        for agent in agents:
-            if recipients is not None and agent not in recipients:
-                continue  # not one of its deliveries (it joined the world later)
-            for waiter in world[agent]:
-                if waiter.heard is not None:
-                    if message is not None and recipients is not None:
-                        waiter.heard.append(message)
-                    else:
-                        waiter.heard = None
-                if not waiter.future.done():
-                    waiter.future.set_result(None)
-                    woken += 1
+        with telemetry.span(INBOX_WAKE, {"recall.world.id": world_id}) as span:
+            # The agents the message was delivered to, when known: then it is what they answer.
+            recipients = None if message is None or delivered_to is None else {a.lower() for a in delivered_to}
+            woken = 0
+            # The waiting agents the message is for: a post to one of a thousand looks up the one.
+            agents = list(world) if message is None else responders(world.keys(), message)
+            for agent in agents:
+                if recipients is not None and agent not in recipients:
+                    continue  # not one of its deliveries (it joined the world later)
+                for waiter in world[agent]:
+                    if waiter.heard is not None:
+                        if message is not None and recipients is not None:
+                            waiter.heard.append(message)
+                        else:
+                            waiter.heard = None
+                    if not waiter.future.done():
+                        waiter.future.set_result(None)
+                        woken += 1
+            span.set({"recall.inbox.woken": woken})
         self.wakeups += woken
         if woken and self._on_wake is not None:
             self._on_wake(woken)
@@ -154,32 +158,42 @@ async def wait_for_mentions(
     Subscribes before each check, so a post between the check and the sleep still wakes it.
     Returns None early too when `disconnected` completes (the client went away).
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    gone = asyncio.ensure_future(disconnected) if disconnected is not None else None
-    heard: Sequence[Message] | None = None
-    try:
-        while True:
-            waiter = notifier.subscribe(world_id, agent_id)
-            try:
-                checked = await check(heard)
-                if checked.result.new_mentions:
-                    return checked
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return None
-                waits = {waiter.future} if gone is None else {waiter.future, gone}
-                waiter.asleep = True
-                done, _ = await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-                waiter.asleep = False
-                if gone is not None and gone in done:
-                    return None
-                heard = waiter.heard or None
-            finally:
-                notifier.unsubscribe(world_id, agent_id, waiter)
-    finally:
-        if gone is not None:
-            gone.cancel()
+    ids: dict[str, telemetry.Value] = {"recall.world.id": world_id, "recall.agent.id": agent_id}
+    with telemetry.timed(INBOX_WAIT, "recall.inbox.wait.duration", {**ids, "recall.inbox.timeout": timeout}) as span:
+        ended, wakes = "error", 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        gone = asyncio.ensure_future(disconnected) if disconnected is not None else None
+        heard: Sequence[Message] | None = None
+        try:
+            while True:
+                waiter = notifier.subscribe(world_id, agent_id)
+                try:
+                    checked = await check(heard)
+                    if checked.result.new_mentions:
+                        ended = "mentions"
+                        return checked
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        ended = "timeout"
+                        return None
+                    waits = {waiter.future} if gone is None else {waiter.future, gone}
+                    waiter.asleep = True
+                    done, _ = await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.asleep = False
+                    if gone is not None and gone in done:
+                        ended = "disconnected"
+                        return None
+                    wakes += waiter.future in done
+                    heard = waiter.heard or None
+                finally:
+                    notifier.unsubscribe(world_id, agent_id, waiter)
+        finally:
+            if gone is not None:
+                gone.cancel()
+            # Labels of the duration too: a woken wait and one that timed out are apart.
+            span.label("recall.inbox.ended", ended)
+            span.label("recall.inbox.woken", wakes > 0)
 
 
 @dataclass(frozen=True)

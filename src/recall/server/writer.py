@@ -17,10 +17,12 @@ from typing import Generic, TypeVar
 
 from anyio import to_thread
 
+from recall import telemetry
 from recall.app.posting import PostRequest
 from recall.app.service import RecallService
 from recall.core.models import Message
 from recall.store.records import NewMessage
+from recall.telemetry.instruments import POST
 
 #: A stored message, its world's key and the agents it was delivered to.
 Posted = tuple[Message, str, tuple[str, ...]]
@@ -85,7 +87,12 @@ class PostWriter(GroupCommit[tuple[str | Callable[[], str], PostRequest], Posted
         """Store one post with whatever others arrive with it; the stored message, its world's
         key and its recipients. `world` is the world's key, or the caller's access check that
         returns it (it may read the store, so it runs in the worker thread)."""
-        return await self.submit((world, request))
+        with telemetry.timed(POST, "recall.post.duration") as span:
+            posted = await self.submit((world, request))
+            span.set(
+                {"recall.world.key": posted[1], "recall.post.messages": 1, "recall.post.recipients": len(posted[2])}
+            )
+        return posted
 
     def run_batch(self, items: list[tuple[str | Callable[[], str], PostRequest]]) -> list[Posted | Exception]:
         results: list[Posted | Exception] = [RuntimeError("not stored")] * len(items)
