@@ -1460,6 +1460,33 @@ export interface components {
             /** Read */
             read: boolean;
         };
+        /**
+         * ErrorAnswer
+         * @description Every error the API answers (`views.error`).
+         */
+        ErrorAnswer: {
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** ErrorDetail */
+        ErrorDetail: {
+            /**
+             * Type
+             * @description recall's error code: `invalid_input`, `not_found`, `conflict`, …
+             */
+            type: string;
+            /** Message */
+            message: string;
+            /**
+             * Field
+             * @description The field that was wrong, when one was
+             */
+            field?: string;
+            /**
+             * Problems
+             * @description Every problem of a request that did not validate (422)
+             */
+            problems?: components["schemas"]["FieldProblem"][];
+        };
         /** ExportedFact */
         ExportedFact: {
             /** Content */
@@ -1665,6 +1692,16 @@ export interface components {
             /** Removed */
             removed: number;
         };
+        /**
+         * FieldProblem
+         * @description One problem of a request that did not validate: the field and what it takes, in words.
+         */
+        FieldProblem: {
+            /** Field */
+            field: string;
+            /** Message */
+            message: string;
+        };
         /** Forgotten */
         Forgotten: {
             /**
@@ -1672,11 +1709,6 @@ export interface components {
              * @description false: there was no note under the key
              */
             forgotten: boolean;
-        };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
         };
         /** Health */
         Health: {
@@ -2451,19 +2483,6 @@ export interface components {
             /** Turn Count */
             turn_count: number;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-            /** Input */
-            input?: unknown;
-            /** Context */
-            ctx?: Record<string, never>;
-        };
         /** WorldDetail */
         WorldDetail: {
             /** Id */
@@ -2542,6 +2561,24 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
         };
     };
     readyz_readyz_get: {
@@ -2564,15 +2601,6 @@ export interface operations {
                     "application/json": components["schemas"]["Ready"];
                 };
             };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
             /** @description Not ready */
             503: {
                 headers: {
@@ -2580,6 +2608,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NotReady"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2604,13 +2641,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "text/plain": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2635,13 +2681,22 @@ export interface operations {
                     "application/json": components["schemas"]["Worlds"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2670,13 +2725,22 @@ export interface operations {
                     "application/json": components["schemas"]["WorldInfo"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2703,13 +2767,22 @@ export interface operations {
                     "application/json": components["schemas"]["WorldDetail"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2736,13 +2809,22 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2769,13 +2851,22 @@ export interface operations {
                     "application/json": components["schemas"]["Agents"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2818,13 +2909,22 @@ export interface operations {
                     "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2851,13 +2951,22 @@ export interface operations {
                     "application/json": components["schemas"]["Humans"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2900,13 +3009,22 @@ export interface operations {
                     "application/json": components["schemas"]["Human"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2934,13 +3052,22 @@ export interface operations {
                     "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2971,13 +3098,22 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3009,13 +3145,22 @@ export interface operations {
                     "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3051,13 +3196,22 @@ export interface operations {
                     "application/json": components["schemas"]["MessagePage"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3088,13 +3242,22 @@ export interface operations {
                     "application/json": components["schemas"]["Posted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3125,13 +3288,22 @@ export interface operations {
                     "application/json": components["schemas"]["Deliveries"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3173,13 +3345,22 @@ export interface operations {
                     "application/json": components["schemas"]["InboxCheck"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3211,13 +3392,22 @@ export interface operations {
                     "application/json": components["schemas"]["Acknowledged"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3249,13 +3439,22 @@ export interface operations {
                     "application/json": components["schemas"]["Sent"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3287,13 +3486,22 @@ export interface operations {
                     "application/json": components["schemas"]["Sent"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3325,13 +3533,22 @@ export interface operations {
                     "application/json": components["schemas"]["Decision"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3359,13 +3576,22 @@ export interface operations {
                     "application/json": components["schemas"]["TurnCount"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3397,13 +3623,22 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAIContext"] | components["schemas"]["AnthropicContext"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3435,13 +3670,22 @@ export interface operations {
                     "application/json": components["schemas"]["StoredId"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3473,13 +3717,22 @@ export interface operations {
                     "application/json": components["schemas"]["StoredId"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3511,13 +3764,22 @@ export interface operations {
                     "application/json": components["schemas"]["Calls"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3546,13 +3808,22 @@ export interface operations {
                     "application/json": components["schemas"]["Call"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3585,13 +3856,22 @@ export interface operations {
                     "application/json": components["schemas"]["Outcome"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3620,13 +3900,22 @@ export interface operations {
                     "application/json": components["schemas"]["Replay"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3659,13 +3948,22 @@ export interface operations {
                     "application/json": components["schemas"]["Replay"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3693,13 +3991,22 @@ export interface operations {
                     "application/json": components["schemas"]["Notes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3727,13 +4034,22 @@ export interface operations {
                     "application/json": components["schemas"]["Notes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3762,13 +4078,22 @@ export interface operations {
                     "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3801,13 +4126,22 @@ export interface operations {
                     "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3836,13 +4170,22 @@ export interface operations {
                     "application/json": components["schemas"]["Forgotten"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3871,13 +4214,22 @@ export interface operations {
                     "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3910,13 +4262,22 @@ export interface operations {
                     "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3945,13 +4306,22 @@ export interface operations {
                     "application/json": components["schemas"]["Forgotten"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3976,13 +4346,22 @@ export interface operations {
                     "application/json": components["schemas"]["Scopes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4009,13 +4388,22 @@ export interface operations {
                     "application/json": components["schemas"]["FactsExport"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4046,13 +4434,22 @@ export interface operations {
                     "application/json": components["schemas"]["FactsImported"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4079,13 +4476,22 @@ export interface operations {
                     "application/json": components["schemas"]["FactListing"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4116,13 +4522,22 @@ export interface operations {
                     "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4149,13 +4564,22 @@ export interface operations {
                     "application/json": components["schemas"]["FactsRemoved"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4183,13 +4607,22 @@ export interface operations {
                     "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4217,13 +4650,22 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4255,13 +4697,22 @@ export interface operations {
                     "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4288,13 +4739,22 @@ export interface operations {
                     "application/json": components["schemas"]["Sections"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4325,13 +4785,22 @@ export interface operations {
                     "application/json": components["schemas"]["Sections"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4361,13 +4830,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memories"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4398,13 +4876,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4432,13 +4919,22 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4470,13 +4966,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4507,13 +5012,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memories"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4545,13 +5059,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4580,13 +5103,22 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4619,13 +5151,22 @@ export interface operations {
                     "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4657,13 +5198,22 @@ export interface operations {
                     "application/json": components["schemas"]["ExtractionQueued"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4688,13 +5238,22 @@ export interface operations {
                     "application/json": components["schemas"]["Extractions"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4725,13 +5284,22 @@ export interface operations {
                     "application/json": components["schemas"]["SearchResults"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4763,13 +5331,22 @@ export interface operations {
                     "application/json": components["schemas"]["SearchResults"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4800,13 +5377,22 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4834,13 +5420,22 @@ export interface operations {
                     "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4867,13 +5462,22 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -4903,13 +5507,22 @@ export interface operations {
                     "application/json": components["schemas"]["ImportedWorld"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };

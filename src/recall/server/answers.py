@@ -14,7 +14,7 @@ it as null (`X | None`). The shapes of contexts and recorded calls are in `conte
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field, JsonValue, RootModel
 from typing_extensions import TypedDict
@@ -342,3 +342,36 @@ class Deleted(TypedDict):
     notes: int
     observations: int
     reparented: Annotated[int, Field(description="Replies to a deleted message, now replies to its parent")]
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+class FieldProblem(TypedDict):
+    """One problem of a request that did not validate: the field and what it takes, in words."""
+
+    field: str
+    message: str
+
+
+class ErrorDetail(TypedDict):
+    type: Annotated[str, Field(description="recall's error code: `invalid_input`, `not_found`, `conflict`, …")]
+    message: str
+    field: NotRequired[Annotated[str, Field(description="The field that was wrong, when one was")]]
+    problems: NotRequired[
+        Annotated[list[FieldProblem], Field(description="Every problem of a request that did not validate (422)")]
+    ]
+
+
+class ErrorAnswer(TypedDict):
+    """Every error the API answers (`views.error`)."""
+
+    error: ErrorDetail
+
+
+#: What any route may answer besides its own JSON: recall's error body, for a request it refuses
+#: (4xx: the status says why) or when another process held a SQLite store's write lock too long.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorAnswer, "description": "The request was refused: the error says why"},
+    503: {"model": ErrorAnswer, "description": "`store_busy`: try again after `Retry-After` seconds"},
+}

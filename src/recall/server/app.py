@@ -34,6 +34,7 @@ from recall.errors import (
     StoreBusyError,
 )
 from recall.server import docs, ui
+from recall.server.answers import ERRORS
 from recall.server.config import ServerConfig
 from recall.server.deps import ServerState
 from recall.server.guard import BodyLimits, RequestGuard
@@ -86,7 +87,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     )
     _install_error_handlers(app)
     for router in (*ROUTERS, ui.router, docs.router):
-        app.include_router(router)
+        app.include_router(router, responses=ERRORS)
     return app
 
 
