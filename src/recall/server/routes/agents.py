@@ -19,7 +19,7 @@ router = APIRouter(tags=["agents"])
     "/v1/worlds/{world}/agents/{agent}/send",
     status_code=201,
     summary="Post as the agent",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.Sent}},
 )
 async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> dict[str, Any]:
@@ -35,7 +35,7 @@ async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> d
     "/v1/worlds/{world}/agents/{agent}/tool-results",
     status_code=201,
     summary="Store a result of the agent's tool call",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.Sent}},
 )
 def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultIn) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultI
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/decide",
     summary="Would the agent answer now?",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Decision}},
 )
 def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dic
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/llm-calls",
     summary="Count one LLM call",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.TurnCount}},
 )
 def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/context",
     summary="Build the agent's context",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.OpenAIContext | context_answers.AnthropicContext}},
 )
 def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/observations",
     status_code=201,
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.StoredId}},
 )
 def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) -> dict[str, int]:
@@ -114,7 +114,7 @@ def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) 
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/actions",
     status_code=201,
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.StoredId}},
 )
 def act(request: Request, acting: ActingAgent, body: schemas.ActionIn) -> dict[str, int]:

@@ -19,7 +19,7 @@ CallId = Annotated[str, "the id of a recorded call, c_…"]
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls",
     summary="The agent's recorded model calls",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.Calls}},
 )
 def list_calls(
@@ -37,7 +37,7 @@ def list_calls(
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}",
     summary="One recorded model call",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.Call}},
 )
 def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, A
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/outcome",
     summary="Report what came of a call",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.Outcome}},
 )
 def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: schemas.OutcomeIn) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: sc
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay",
     summary="Rebuild a call from the store",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.Replay}},
 )
 def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/compare",
     summary="Compare a call",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": context_answers.Replay}},
 )
 def compare_call(request: Request, acting: ActingAgent, call_id: str, body: schemas.CompareIn) -> dict[str, Any]:

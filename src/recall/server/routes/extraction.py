@@ -18,7 +18,7 @@ router = APIRouter(tags=["facts"])
     "/v1/worlds/{world}/agents/{agent}/extract",
     status_code=202,
     summary="Queue fact extraction from an agent's conversation (after its run)",
-    response_model=None,
+    response_model=Any,
     responses={202: {"model": answers.ExtractionQueued}},
 )
 def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who:
 @router.post(
     "/v1/extraction/flush",
     summary="Run the caller's queued fact extractions now",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Extractions}},
 )
 async def flush_extraction(

@@ -22,7 +22,7 @@ router = APIRouter(tags=["facts"])
 @router.get(
     "/v1/scopes",
     summary="Scopes of the caller's tenant that hold facts",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Scopes}},
 )
 def list_scopes(request: Request, who: Annotated[Principal, tenant_key("list every scope")]) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def list_scopes(request: Request, who: Annotated[Principal, tenant_key("list eve
 @router.get(
     "/v1/scopes/{scope:path}/facts/export",
     summary="Export a scope's facts and sections",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.FactsExport}},
 )
 def export_facts(request: Request, scope: FactScope) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def export_facts(request: Request, scope: FactScope) -> dict[str, Any]:
 @router.post(
     "/v1/scopes/{scope:path}/facts/import",
     summary="Import facts (an export's JSON)",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.FactsImported}},
 )
 def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn) -> dict[str, int]:
@@ -55,7 +55,7 @@ def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn
 @router.get(
     "/v1/scopes/{scope:path}/facts",
     summary="A scope's facts and summary sections",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.FactListing}},
 )
 def list_facts(request: Request, scope: FactScope) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def list_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     "/v1/scopes/{scope:path}/facts",
     status_code=201,
     summary="Add a fact",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.Fact}},
 )
 def add_fact(request: Request, scope: FactScope, body: schemas.FactIn) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def add_fact(request: Request, scope: FactScope, body: schemas.FactIn) -> dict[s
 @router.delete(
     "/v1/scopes/{scope:path}/facts",
     summary="Clear a scope: every fact and section",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.FactsRemoved}},
 )
 def clear_facts(request: Request, scope: FactScope) -> dict[str, int]:
@@ -88,7 +88,7 @@ def clear_facts(request: Request, scope: FactScope) -> dict[str, int]:
 @router.get(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="One fact",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Fact}},
 )
 def get_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def get_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, A
 @router.patch(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="Change some fields of a fact",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Fact}},
 )
 def update_fact(request: Request, scope: FactScope, fact_id: FactId, body: schemas.FactPatch) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def update_fact(request: Request, scope: FactScope, fact_id: FactId, body: schem
 @router.delete(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="Delete a fact",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.DeletedOne}},
 )
 def delete_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, bool]:
@@ -123,7 +123,7 @@ def delete_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str
 @router.get(
     "/v1/scopes/{scope:path}/sections",
     summary="A scope's summary sections",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Sections}},
 )
 def get_sections(request: Request, scope: FactScope) -> dict[str, str]:
@@ -133,7 +133,7 @@ def get_sections(request: Request, scope: FactScope) -> dict[str, str]:
 @router.put(
     "/v1/scopes/{scope:path}/sections",
     summary="Set sections (an empty text removes one)",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Sections}},
 )
 def set_sections(request: Request, scope: FactScope, body: schemas.SectionsIn) -> dict[str, str]:

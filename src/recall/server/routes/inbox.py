@@ -17,7 +17,7 @@ router = APIRouter(tags=["agents"])
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/deliveries",
     summary="What the agent was sent",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Deliveries}},
 )
 def deliveries(
@@ -35,7 +35,6 @@ def deliveries(
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/inbox",
     summary="Check for new messages",
-    response_model=None,
     responses={200: {"model": context_answers.InboxCheck}},
 )
 async def check_inbox(
@@ -73,7 +72,7 @@ async def check_inbox(
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/inbox/ack",
     summary="Mark messages read",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Acknowledged}},
 )
 def ack(request: Request, acting: ActingAgent, body: schemas.AckIn) -> dict[str, int]:

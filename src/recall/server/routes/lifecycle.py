@@ -34,7 +34,7 @@ NDJSON = "application/x-ndjson"
 @router.delete(
     "/v1/worlds/{world}",
     summary="Delete a world and everything in it",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Deleted}},
 )
 def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("delete worlds")]) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="Delete an agent",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Deleted}},
 )
 def delete_agent(
@@ -64,7 +64,7 @@ def delete_agent(
     "/v1/worlds/{world}/humans/{human}",
     tags=["participants"],
     summary="Delete (or erase) a human",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Deleted}},
 )
 def delete_human(
@@ -81,7 +81,7 @@ def delete_human(
     "/v1/worlds/{world}/messages/{message_id}",
     tags=["messages"],
     summary="Delete a message",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Deleted}},
 )
 def delete_message(
@@ -124,7 +124,6 @@ def export_world(request: Request, record: Annotated[WorldRecord, tenant_world("
             "content": {NDJSON: {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
         }
     },
-    response_model=None,
     responses={201: {"model": answers.ImportedWorld}},
 )
 async def import_world(request: Request, who: Annotated[Principal, tenant_key("import worlds")]) -> JSONResponse:

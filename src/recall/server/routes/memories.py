@@ -20,7 +20,6 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
     "/v1/worlds/{world}/memories",
     status_code=201,
     summary="Add a shared memory",
-    response_model=None,
     responses={201: {"model": answers.Memory}},
 )
 def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> JSONResponse:
@@ -31,7 +30,7 @@ def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> 
 @router.get(
     "/v1/worlds/{world}/memories",
     summary="Shared memories, most important first",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Memories}},
 )
 def list_shared_notes(
@@ -43,7 +42,7 @@ def list_shared_notes(
 @router.patch(
     "/v1/worlds/{world}/memories/{note_id}",
     summary="Change a shared memory in place",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Memory}},
 )
 def update_shared_note(
@@ -59,7 +58,7 @@ def update_shared_note(
 @router.delete(
     "/v1/worlds/{world}/memories/{note_id}",
     summary="Delete a shared memory",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.DeletedOne}},
 )
 def delete_shared_note(
@@ -73,7 +72,6 @@ def delete_shared_note(
     "/v1/worlds/{world}/agents/{agent}/memories",
     status_code=201,
     summary="Add a private memory",
-    response_model=None,
     responses={201: {"model": answers.Memory}},
 )
 def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn) -> JSONResponse:
@@ -84,7 +82,7 @@ def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/memories",
     summary="Shared memories and the agent's own",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Memories}},
 )
 def list_agent_notes(
@@ -96,7 +94,7 @@ def list_agent_notes(
 @router.patch(
     "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
     summary="Change one of its memories in place",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Memory}},
 )
 def update_agent_note(
@@ -109,7 +107,7 @@ def update_agent_note(
 @router.delete(
     "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
     summary="Delete one of its memories",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.DeletedOne}},
 )
 def delete_agent_note(request: Request, acting: ActingAgent, note_id: MemoryId) -> dict[str, bool]:

@@ -21,7 +21,6 @@ router = APIRouter(tags=["messages"])
     "/v1/worlds/{world}/messages",
     status_code=201,
     summary="Post a message",
-    response_model=None,
     responses={201: {"model": answers.Posted}},
 )
 async def post_message(request: Request, world: str, body: schemas.MessageIn, who: Caller) -> JSONResponse:
@@ -54,7 +53,7 @@ def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
 @router.get(
     "/v1/worlds/{world}/messages",
     summary="A chat's messages, oldest first",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.MessagePage}},
 )
 def list_messages(

@@ -24,7 +24,7 @@ MEMORY = "/v1/worlds/{world}/agents/{agent}/memory"
     NOTES,
     tags=["notes"],
     summary="Every note the agent keeps",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Notes}},
 )
 @router.get(
@@ -32,7 +32,7 @@ MEMORY = "/v1/worlds/{world}/agents/{agent}/memory"
     tags=["memory"],
     summary="Everything the agent remembers",
     deprecated=True,
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Notes}},
 )
 def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
     NOTES + "/{key}",
     tags=["notes"],
     summary="Keep a note under a key",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Note}},
 )
 @router.put(
@@ -51,7 +51,7 @@ def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
     tags=["memory"],
     summary="Remember a value",
     deprecated=True,
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Note}},
 )
 def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.MemoryIn) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.
     NOTES + "/{key}",
     tags=["notes"],
     summary="The note under a key",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Note}},
 )
 @router.get(
@@ -70,7 +70,7 @@ def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.
     tags=["memory"],
     summary="Recall a value",
     deprecated=True,
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Note}},
 )
 def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[st
     NOTES + "/{key}",
     tags=["notes"],
     summary="Forget the note under a key",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Forgotten}},
 )
 @router.delete(
@@ -89,7 +89,7 @@ def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[st
     tags=["memory"],
     summary="Forget a value",
     deprecated=True,
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Forgotten}},
 )
 def forget(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, bool]:

@@ -22,7 +22,7 @@ router = APIRouter()
     status_code=201,
     tags=["worlds"],
     summary="Create a world",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.WorldInfo}},
 )
 def create_world(
@@ -36,7 +36,7 @@ def create_world(
     "/v1/worlds",
     tags=["worlds"],
     summary="List the caller's worlds",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Worlds}},
 )
 def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
     "/v1/worlds/{world}",
     tags=["worlds"],
     summary="A world with its participants and chats",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.WorldDetail}},
 )
 def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
@@ -72,7 +72,7 @@ EXISTED = "It was registered already (`exist_ok=true`)"
     status_code=201,
     tags=["participants"],
     summary="Register an agent",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.AgentSettings}, 200: {"model": answers.AgentSettings, "description": EXISTED}},
 )
 def add_agent(
@@ -94,7 +94,7 @@ def add_agent(
     status_code=201,
     tags=["participants"],
     summary="Register a human",
-    response_model=None,
+    response_model=Any,
     responses={201: {"model": answers.Human}, 200: {"model": answers.Human, "description": EXISTED}},
 )
 def add_human(
@@ -114,7 +114,7 @@ def add_human(
     "/v1/worlds/{world}/agents",
     tags=["participants"],
     summary="The world's agents with their settings",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Agents}},
 )
 def list_agents(
@@ -128,7 +128,7 @@ def list_agents(
     "/v1/worlds/{world}/humans",
     tags=["participants"],
     summary="The world's humans",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.Humans}},
 )
 def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="An agent's settings",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.AgentSettings}},
 )
 def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
@@ -153,7 +153,7 @@ def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="Change an agent's settings",
-    response_model=None,
+    response_model=Any,
     responses={200: {"model": answers.AgentSettings}},
 )
 def update_agent(
