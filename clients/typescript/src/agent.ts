@@ -2,6 +2,7 @@
 import { segment, type Cancellable, type Transport } from "./http.js";
 import type {
   AgentSettings,
+  Answer,
   AnthropicContext,
   Body,
   Call,
@@ -12,6 +13,7 @@ import type {
   Memory,
   Message,
   OpenAIContext,
+  Outcome,
   Query,
   RecalledPast,
   Replay,
@@ -97,7 +99,7 @@ export class Agent {
 
   /** Mark messages read; how many were unread. */
   async ack(ids: number[], options: Cancellable = {}): Promise<number> {
-    const answer = await this.#http.request<{ acknowledged: number }>("POST", `${this.#path}/inbox/ack`, {
+    const answer = await this.#http.request<Answer<"Acknowledged">>("POST", `${this.#path}/inbox/ack`, {
       body: { ids },
       ...options,
     });
@@ -148,7 +150,7 @@ export class Agent {
     options: Query<`${AgentPath}/deliveries`> & Cancellable = {},
   ): Promise<Delivery[]> {
     const { signal, ...query } = options;
-    const answer = await this.#http.request<{ messages: Delivery[] }>("GET", `${this.#path}/deliveries`, {
+    const answer = await this.#http.request<Answer<"Deliveries">>("GET", `${this.#path}/deliveries`, {
       query,
       signal,
     });
@@ -174,14 +176,14 @@ export class Agent {
 
   /** Count one model call against the turn limit; the new count. */
   async recordLlmCall(options: Cancellable = {}): Promise<number> {
-    const answer = await this.#http.request<{ turn_count: number }>("POST", `${this.#path}/llm-calls`, options);
+    const answer = await this.#http.request<Answer<"TurnCount">>("POST", `${this.#path}/llm-calls`, options);
     return answer.turn_count;
   }
 
   /** Its recorded model calls, newest first (counts only; `call(id)` has the items). */
   async calls(options: Query<`${AgentPath}/calls`> & Cancellable = {}): Promise<Call[]> {
     const { signal, ...query } = options;
-    const answer = await this.#http.request<{ calls: Call[] }>("GET", `${this.#path}/calls`, { query, signal });
+    const answer = await this.#http.request<Answer<"Calls">>("GET", `${this.#path}/calls`, { query, signal });
     return answer.calls;
   }
 
@@ -206,7 +208,7 @@ export class Agent {
     callId: string,
     error?: string,
     options: Cancellable = {},
-  ): Promise<{ id: string; outcome: string; error: string | null }> {
+  ): Promise<Outcome> {
     const body = error === undefined ? {} : { error };
     return this.#http.request("POST", `${this.#path}/calls/${segment(callId)}/outcome`, { body, ...options });
   }
@@ -214,7 +216,7 @@ export class Agent {
   /** Search what this agent may see: what was delivered to it, its memories and facts. */
   async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
     const { signal, ...body } = options;
-    const answer = await this.#http.request<{ results: SearchHit[] }>("POST", `${this.#path}/search`, {
+    const answer = await this.#http.request<Answer<"SearchResults">>("POST", `${this.#path}/search`, {
       body: { query, ...body },
       signal,
     });
@@ -230,7 +232,7 @@ export class Agent {
   /** The world's shared memories and its own, most important first. */
   async memories(options: Query<`${AgentPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
     const { signal, ...query } = options;
-    const answer = await this.#http.request<{ memories: Memory[] }>("GET", `${this.#path}/memories`, {
+    const answer = await this.#http.request<Answer<"Memories">>("GET", `${this.#path}/memories`, {
       query,
       signal,
     });

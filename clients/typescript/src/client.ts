@@ -4,13 +4,15 @@ import { ConflictError } from "./errors.js";
 import { segment, Transport, type Cancellable, type ClientOptions } from "./http.js";
 import type {
   AgentSettings,
+  Answer,
   Body,
   Deleted,
   Fact,
   FactListing,
+  Human,
+  ImportedWorld,
   Memory,
   MessagePage,
-  Participant,
   Posted,
   Query,
   SearchHit,
@@ -57,7 +59,7 @@ export class Recall {
 
   /** The caller's worlds (its tenant's, with API keys). */
   async worlds(options: Cancellable = {}): Promise<WorldInfo[]> {
-    const answer = await this.#http.request<{ worlds: WorldInfo[] }>("GET", "/v1/worlds", options);
+    const answer = await this.#http.request<Answer<"Worlds">>("GET", "/v1/worlds", options);
     return answer.worlds;
   }
 
@@ -67,7 +69,7 @@ export class Recall {
   }
 
   /** Import a world exported as JSON lines (`world.export()`), into the caller's tenant. */
-  importWorld(lines: string, options: Cancellable = {}): Promise<WorldInfo & { imported: Record<string, number> }> {
+  importWorld(lines: string, options: Cancellable = {}): Promise<ImportedWorld> {
     return this.#http.request("POST", "/v1/worlds/import", { body: lines, ...options });
   }
 }
@@ -106,19 +108,19 @@ export class World {
   }
 
   /** Register a human. */
-  addHuman(id: string, options: ExistOk & Cancellable = {}): Promise<Participant> {
+  addHuman(id: string, options: ExistOk & Cancellable = {}): Promise<Human> {
     const { signal, exist_ok } = options;
     return this.#http.request("POST", `${this.#path}/humans`, { body: { id }, query: { exist_ok }, signal });
   }
 
   /** Every agent with its settings (tenant keys). */
   async agents(options: Cancellable = {}): Promise<AgentSettings[]> {
-    const answer = await this.#http.request<{ agents: AgentSettings[] }>("GET", `${this.#path}/agents`, options);
+    const answer = await this.#http.request<Answer<"Agents">>("GET", `${this.#path}/agents`, options);
     return answer.agents;
   }
 
-  async humans(options: Cancellable = {}): Promise<Participant[]> {
-    const answer = await this.#http.request<{ humans: Participant[] }>("GET", `${this.#path}/humans`, options);
+  async humans(options: Cancellable = {}): Promise<Human[]> {
+    const answer = await this.#http.request<Answer<"Humans">>("GET", `${this.#path}/humans`, options);
     return answer.humans;
   }
 
@@ -144,7 +146,7 @@ export class World {
   /** Search its messages, memories and facts (its people's included): hybrid by default. */
   async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
     const { signal, ...body } = options;
-    const answer = await this.#http.request<{ results: SearchHit[] }>("POST", `${this.#path}/search`, {
+    const answer = await this.#http.request<Answer<"SearchResults">>("POST", `${this.#path}/search`, {
       body: { query, ...body },
       signal,
     });
@@ -160,7 +162,7 @@ export class World {
   /** Its shared memories, most important first. */
   async memories(options: Query<`${WorldPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
     const { signal, ...query } = options;
-    const answer = await this.#http.request<{ memories: Memory[] }>("GET", `${this.#path}/memories`, {
+    const answer = await this.#http.request<Answer<"Memories">>("GET", `${this.#path}/memories`, {
       query,
       signal,
     });
@@ -226,7 +228,7 @@ export class Scope {
 
   /** Remove every fact and section; how many facts went. */
   async clear(options: Cancellable = {}): Promise<number> {
-    const answer = await this.#http.request<{ removed: number }>("DELETE", `${this.#path}/facts`, options);
+    const answer = await this.#http.request<Answer<"FactsRemoved">>("DELETE", `${this.#path}/facts`, options);
     return answer.removed;
   }
 }

@@ -4,11 +4,10 @@
  * `RecallError` for its status, carrying recall's error code (`type`) and message as sent.
  */
 
+import type { components } from "./schema.js";
+
 /** One problem of a request that did not validate: the field and what it takes, in words. */
-export interface Problem {
-  field: string;
-  message: string;
-}
+export type Problem = components["schemas"]["FieldProblem"];
 
 /** Base class of every error the server answered (and of a body the client could not read). */
 export class RecallError extends Error {

@@ -904,6 +904,14 @@ export interface components {
             /** Ids */
             ids: number[];
         };
+        /** Acknowledged */
+        Acknowledged: {
+            /**
+             * Acknowledged
+             * @description Messages newly marked read
+             */
+            acknowledged: number;
+        };
         /** ActionIn */
         ActionIn: {
             /** Time */
@@ -1020,6 +1028,226 @@ export interface components {
             /** Recalled Scope */
             recalled_scope?: ("world" | "chat") | null;
         };
+        /**
+         * AgentSettings
+         * @description An agent with its settings (null: the world's, then the server's default).
+         */
+        AgentSettings: {
+            /** World Id */
+            world_id: string;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "agent";
+            /** System Prompt */
+            system_prompt: string;
+            /** Identity */
+            identity: string;
+            /** Personality */
+            personality: string;
+            /** Knowledge */
+            knowledge: string;
+            /** Goals */
+            goals: string[];
+            /** Constraints */
+            constraints: string[];
+            /** Guidelines */
+            guidelines: string[];
+            /** Channel */
+            channel: string | null;
+            /** History Limit */
+            history_limit: number | null;
+            /** Max Tokens */
+            max_tokens: number | null;
+            /**
+             * Context Filter
+             * @enum {string}
+             */
+            context_filter: "addressed" | "all";
+            /** Model */
+            model: string | null;
+            /** Recalled Max Tokens */
+            recalled_max_tokens: number | null;
+            /** Recalled Cutoff */
+            recalled_cutoff: number | null;
+            /** Recalled Limit */
+            recalled_limit: number | null;
+            /** Recalled Min Similarity */
+            recalled_min_similarity: number | null;
+            /** Recalled Scope */
+            recalled_scope: string | null;
+        };
+        /** Agents */
+        Agents: {
+            /** Agents */
+            agents: components["schemas"]["AgentSettings"][];
+        };
+        /**
+         * AnthropicContext
+         * @description A context in Anthropic's shape (`format: anthropic`): `system` and `messages` go straight to the model.
+         */
+        AnthropicContext: {
+            /** System */
+            system: string;
+            /** Messages */
+            messages: components["schemas"]["AnthropicMessage"][];
+            report: components["schemas"]["ContextReport"];
+            /**
+             * Call Id
+             * @description With `record`: the id of the model call it was recorded as
+             */
+            call_id?: string;
+        };
+        /**
+         * AnthropicMessage
+         * @description A message of Anthropic's Messages API.
+         */
+        AnthropicMessage: {
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "user" | "assistant";
+            /** Content */
+            content: string;
+        };
+        /**
+         * Call
+         * @description A recorded model call: ids and versions of what its context held, never a second copy of the
+         *     text (unless the server keeps full copies: `messages`).
+         */
+        Call: {
+            /** Id */
+            id: string;
+            /** World Id */
+            world_id: string;
+            /** Agent Id */
+            agent_id: string;
+            /** Chat Id */
+            chat_id: string | null;
+            /**
+             * Trigger Id
+             * @description The message it answered (null: erased since, or none)
+             */
+            trigger_id: number | null;
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Source */
+            source: string;
+            /** Model */
+            model: string;
+            /** Encoding */
+            encoding: string;
+            /** Settings */
+            settings: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** Sections */
+            sections: {
+                [key: string]: number;
+            };
+            /** Total Tokens */
+            total_tokens: number;
+            /** Excluded */
+            excluded: {
+                [key: string]: number;
+            };
+            counts: components["schemas"]["CallCounts"];
+            /**
+             * Digest
+             * @description sha256 of the context as the model got it
+             */
+            digest: string;
+            /** Through */
+            through: number;
+            /** Erased */
+            erased: number;
+            /** Trigger Erased */
+            trigger_erased: boolean;
+            /** Outcome */
+            outcome: ("answered" | "failed") | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Items
+             * @description Read one call for its items; not in a listing
+             */
+            items?: components["schemas"]["CallItem"][];
+            /** Messages */
+            messages?: components["schemas"]["OpenAIMessage"][];
+        };
+        /** CallCounts */
+        CallCounts: {
+            /** Included */
+            included: number;
+            /** Left Out */
+            left_out: number;
+        };
+        /** CallDiff */
+        CallDiff: {
+            /** Identical */
+            identical: boolean;
+            /**
+             * Settings
+             * @description The settings that differ
+             */
+            settings: {
+                [key: string]: components["schemas"]["Pair"];
+            };
+            /** Items */
+            items: components["schemas"]["ItemChange"][];
+            tokens: components["schemas"]["TokenPair"];
+            /** Notes */
+            notes: string[];
+        };
+        /**
+         * CallItem
+         * @description One item of a recorded call: what it was, its version, rank and scores, in or left out and why.
+         */
+        CallItem: {
+            /** Section */
+            section: string;
+            /** Kind */
+            kind: string;
+            /** Id */
+            id: number | string | null;
+            /** Included */
+            included: boolean;
+            /** Rank */
+            rank: number;
+            /** Tokens */
+            tokens?: number;
+            /** Reason */
+            reason?: string | null;
+            /**
+             * Version
+             * @description What a fact or memory said then (8 hex digits)
+             */
+            version?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** Calls */
+        Calls: {
+            /** Calls */
+            calls: components["schemas"]["Call"][];
+        };
+        /** ChatCount */
+        ChatCount: {
+            /**
+             * Id
+             * @description null: the world's default chat
+             */
+            id: string | null;
+            /** Messages */
+            messages: number;
+        };
         /** CompareIn */
         CompareIn: {
             /** Other */
@@ -1061,10 +1289,229 @@ export interface components {
              */
             record?: boolean;
         };
+        /** ContextMetadata */
+        ContextMetadata: {
+            /** Chat Id */
+            chat_id: string | null;
+            /** Total Messages */
+            total_messages: number;
+            /** Oldest Id */
+            oldest_id: number | null;
+            /** Newest Id */
+            newest_id: number | null;
+            /**
+             * Truncated
+             * @description Older context was left out by `context_limit`
+             */
+            truncated: boolean;
+            /**
+             * Delta
+             * @description Only what this session was not sent before (context once)
+             */
+            delta: boolean;
+        };
+        /**
+         * ContextReport
+         * @description What went into a context and what was left out: tokens per section, every item and why.
+         */
+        ContextReport: {
+            /** Agent Id */
+            agent_id: string;
+            /** Chat Id */
+            chat_id: string | null;
+            /** Encoding */
+            encoding: string;
+            /** Budget */
+            budget: number;
+            /** Total Tokens */
+            total_tokens: number;
+            /** Sections */
+            sections: {
+                [key: string]: number;
+            };
+            /** History Limit */
+            history_limit: number;
+            /** Context Filter */
+            context_filter: string;
+            /** Incoming Count */
+            incoming_count: number;
+            /**
+             * Excluded
+             * @description Left-out candidates by reason (`not-addressed`, `over-budget`, …)
+             */
+            excluded: {
+                [key: string]: number;
+            };
+            /** Items */
+            items: components["schemas"]["ReportItem"][];
+            /** Notes */
+            notes: string[];
+        };
         /** DecideIn */
         DecideIn: {
             /** Message Id */
             message_id: number;
+        };
+        /** Decision */
+        Decision: {
+            /** Respond */
+            respond: boolean;
+            /** Turn Count */
+            turn_count: number;
+            /** Turn Limit */
+            turn_limit: number | null;
+            /**
+             * Notice
+             * @description What the agent posts instead of answering, when stopped
+             */
+            notice: string | null;
+            /**
+             * Reason
+             * @description Why it does not answer (`own`, `turn-limit`, …); null when it does
+             */
+            reason: string | null;
+        };
+        /**
+         * Deleted
+         * @description What a deletion removed, by kind.
+         */
+        Deleted: {
+            /**
+             * Deleted
+             * @constant
+             */
+            deleted: true;
+            /** Participants */
+            participants: number;
+            /** Messages */
+            messages: number;
+            /** Deliveries */
+            deliveries: number;
+            /** Memories */
+            memories: number;
+            /** Facts */
+            facts: number;
+            /** Notes */
+            notes: number;
+            /** Observations */
+            observations: number;
+            /**
+             * Reparented
+             * @description Replies to a deleted message, now replies to its parent
+             */
+            reparented: number;
+        };
+        /** DeletedOne */
+        DeletedOne: {
+            /**
+             * Deleted
+             * @constant
+             */
+            deleted: true;
+        };
+        /** Deliveries */
+        Deliveries: {
+            /** Messages */
+            messages: components["schemas"]["Delivery"][];
+        };
+        /** Delivery */
+        Delivery: {
+            /** Id */
+            id: number;
+            /** World Id */
+            world_id: string;
+            /**
+             * Chat Id
+             * @description null: the world's default chat
+             */
+            chat_id: string | null;
+            /** Sender */
+            sender: string;
+            /**
+             * Sender Type
+             * @enum {string}
+             */
+            sender_type: "human" | "agent" | "system" | "world";
+            /** Channel */
+            channel: string | null;
+            /** Parent Id */
+            parent_id: number | null;
+            /** Content */
+            content: string;
+            /**
+             * Mentions
+             * @description Who it mentions (`@id` anywhere in the text)
+             */
+            mentions: string[];
+            /**
+             * Addressed
+             * @description Who it addresses (a paragraph-beginning mention): those agents answer it
+             */
+            addressed: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** Read */
+            read: boolean;
+        };
+        /**
+         * ErrorAnswer
+         * @description Every error the API answers (`views.error`).
+         */
+        ErrorAnswer: {
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** ErrorDetail */
+        ErrorDetail: {
+            /**
+             * Type
+             * @description recall's error code: `invalid_input`, `not_found`, `conflict`, …
+             */
+            type: string;
+            /** Message */
+            message: string;
+            /**
+             * Field
+             * @description The field that was wrong, when one was
+             */
+            field?: string;
+            /**
+             * Problems
+             * @description Every problem of a request that did not validate (422)
+             */
+            problems?: components["schemas"]["FieldProblem"][];
+        };
+        /** ExportedFact */
+        ExportedFact: {
+            /** Content */
+            content: string;
+            /**
+             * Category
+             * @enum {string}
+             */
+            category: "preference" | "knowledge" | "context" | "behavior" | "goal" | "correction";
+            /** Confidence */
+            confidence: number;
+            /** Source */
+            source: string;
+            /** Avoid */
+            avoid: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
         };
         /** ExtractIn */
         ExtractIn: {
@@ -1072,6 +1519,69 @@ export interface components {
             chat_id?: string | null;
             /** Scope */
             scope?: string | null;
+        };
+        /**
+         * ExtractionQueued
+         * @description Whether an extraction was queued; when not, `reason` says why.
+         */
+        ExtractionQueued: {
+            /** Queued */
+            queued: boolean;
+            /** Scope */
+            scope?: string;
+            /** Thread */
+            thread?: string;
+            /**
+             * Messages
+             * @description Messages it will read
+             */
+            messages?: number;
+            /** Reason */
+            reason?: string;
+        };
+        /** Extractions */
+        Extractions: {
+            /**
+             * Extractions
+             * @description Model calls made
+             */
+            extractions: number;
+        };
+        /** Fact */
+        Fact: {
+            /** Id */
+            id: number;
+            /** Scope */
+            scope: string;
+            /** Content */
+            content: string;
+            /**
+             * Category
+             * @enum {string}
+             */
+            category: "preference" | "knowledge" | "context" | "behavior" | "goal" | "correction";
+            /** Confidence */
+            confidence: number;
+            /**
+             * Source
+             * @description Where it came from: a message or thread id, or "manual"
+             */
+            source: string;
+            /**
+             * Avoid
+             * @description For a correction: what to avoid saying or doing
+             */
+            avoid: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
         };
         /** FactIn */
         FactIn: {
@@ -1096,6 +1606,17 @@ export interface components {
             /** Avoid */
             avoid?: string | null;
         };
+        /** FactListing */
+        FactListing: {
+            /** Scope */
+            scope: string;
+            /** Facts */
+            facts: components["schemas"]["Fact"][];
+            /** Sections */
+            sections: {
+                [key: string]: string;
+            };
+        };
         /** FactPatch */
         FactPatch: {
             /** Content */
@@ -1108,6 +1629,27 @@ export interface components {
             source?: string | null;
             /** Avoid */
             avoid?: string | null;
+        };
+        /** FactsExport */
+        FactsExport: {
+            /**
+             * Format
+             * @constant
+             */
+            format: "recall.facts/1";
+            /** Scope */
+            scope: string;
+            /**
+             * Exported At
+             * Format: date-time
+             */
+            exported_at: string;
+            /** Sections */
+            sections: {
+                [key: string]: string;
+            };
+            /** Facts */
+            facts: components["schemas"]["ExportedFact"][];
         };
         /** FactsImportIn */
         FactsImportIn: {
@@ -1130,15 +1672,78 @@ export interface components {
              */
             replace?: boolean;
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
+        /** FactsImported */
+        FactsImported: {
+            /** Added */
+            added: number;
+            /**
+             * Skipped
+             * @description Duplicates of facts already there
+             */
+            skipped: number;
+            /**
+             * Removed
+             * @description With `replace`: the facts cleared first
+             */
+            removed: number;
+        };
+        /** FactsRemoved */
+        FactsRemoved: {
+            /** Removed */
+            removed: number;
+        };
+        /**
+         * FieldProblem
+         * @description One problem of a request that did not validate: the field and what it takes, in words.
+         */
+        FieldProblem: {
+            /** Field */
+            field: string;
+            /** Message */
+            message: string;
+        };
+        /** Forgotten */
+        Forgotten: {
+            /**
+             * Forgotten
+             * @description false: there was no note under the key
+             */
+            forgotten: boolean;
+        };
+        /** Health */
+        Health: {
+            /**
+             * Status
+             * @constant
+             */
+            status: "ok";
+        };
+        /** Human */
+        Human: {
+            /** World Id */
+            world_id: string;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @constant
+             */
+            kind: "human";
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
         };
         /** HumanIn */
         HumanIn: {
             /** Id */
             id: string;
+        };
+        /** Humans */
+        Humans: {
+            /** Humans */
+            humans: components["schemas"]["Human"][];
         };
         /** ImportedFact */
         ImportedFact: {
@@ -1167,6 +1772,154 @@ export interface components {
             /** Updated At */
             updated_at?: string | null;
         };
+        /** ImportedWorld */
+        ImportedWorld: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string | null;
+            /** Turn Limit */
+            turn_limit: number | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Imported
+             * @description Rows stored, by table
+             */
+            imported: {
+                [key: string]: number;
+            };
+        };
+        /**
+         * InboxCheck
+         * @description One inbox check: unread messages the agent should answer, with context when asked.
+         */
+        InboxCheck: {
+            /** New Mentions */
+            new_mentions: components["schemas"]["Message"][];
+            /** Context */
+            context: components["schemas"]["Message"][];
+            context_metadata: components["schemas"]["ContextMetadata"];
+            /** @description With `include_context`: the recalled past of the newest mention */
+            recalled?: components["schemas"]["RecalledPast"];
+            /**
+             * Call Id
+             * @description With `record`: the id of the model call it was recorded as
+             */
+            call_id?: string;
+        };
+        /** ItemChange */
+        ItemChange: {
+            /**
+             * Change
+             * @enum {string}
+             */
+            change: "added" | "removed" | "moved" | "edited" | "rescored";
+            /** Kind */
+            kind: string;
+            /** Id */
+            id: number | string | null;
+            a: components["schemas"]["CallItem"] | null;
+            b: components["schemas"]["CallItem"] | null;
+            /** Why */
+            why: string | null;
+        };
+        JsonValue: unknown;
+        /**
+         * ListedMessage
+         * @description A message of a page; `detail=true` adds who it was delivered to and who would answer it.
+         */
+        ListedMessage: {
+            /** Id */
+            id: number;
+            /** World Id */
+            world_id: string;
+            /**
+             * Chat Id
+             * @description null: the world's default chat
+             */
+            chat_id: string | null;
+            /** Sender */
+            sender: string;
+            /**
+             * Sender Type
+             * @enum {string}
+             */
+            sender_type: "human" | "agent" | "system" | "world";
+            /** Channel */
+            channel: string | null;
+            /** Parent Id */
+            parent_id: number | null;
+            /** Content */
+            content: string;
+            /**
+             * Mentions
+             * @description Who it mentions (`@id` anywhere in the text)
+             */
+            mentions: string[];
+            /**
+             * Addressed
+             * @description Who it addresses (a paragraph-beginning mention): those agents answer it
+             */
+            addressed: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** Delivered To */
+            delivered_to?: string[];
+            /** Would Respond */
+            would_respond?: string[];
+        };
+        /** Memories */
+        Memories: {
+            /** Memories */
+            memories: components["schemas"]["Memory"][];
+        };
+        /**
+         * Memory
+         * @description A long-term memory: shared by a world's agents (`owner` null) or one agent's own.
+         */
+        Memory: {
+            /** Id */
+            id: number;
+            /** World Id */
+            world_id: string;
+            /** Owner */
+            owner: string | null;
+            /** Type */
+            type: string;
+            /** Content */
+            content: string;
+            /** Importance */
+            importance: number;
+            /** Chat Id */
+            chat_id: string | null;
+            /** Metadata */
+            metadata: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Expires At */
+            expires_at: string | null;
+        };
         /** MemoryIn */
         MemoryIn: {
             /** Value */
@@ -1176,6 +1929,50 @@ export interface components {
              * @description seconds until it expires
              */
             ttl?: number | null;
+        };
+        /** Message */
+        Message: {
+            /** Id */
+            id: number;
+            /** World Id */
+            world_id: string;
+            /**
+             * Chat Id
+             * @description null: the world's default chat
+             */
+            chat_id: string | null;
+            /** Sender */
+            sender: string;
+            /**
+             * Sender Type
+             * @enum {string}
+             */
+            sender_type: "human" | "agent" | "system" | "world";
+            /** Channel */
+            channel: string | null;
+            /** Parent Id */
+            parent_id: number | null;
+            /** Content */
+            content: string;
+            /**
+             * Mentions
+             * @description Who it mentions (`@id` anywhere in the text)
+             */
+            mentions: string[];
+            /**
+             * Addressed
+             * @description Who it addresses (a paragraph-beginning mention): those agents answer it
+             */
+            addressed: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
         };
         /** MessageIn */
         MessageIn: {
@@ -1197,6 +1994,45 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+        };
+        /** MessagePage */
+        MessagePage: {
+            /** Messages */
+            messages: components["schemas"]["ListedMessage"][];
+            /**
+             * Next After
+             * @description Pass as `after` for the next page; null on the last page
+             */
+            next_after: number | null;
+        };
+        /**
+         * NotReady
+         * @description The store cannot be reached, or its migrations are not current (503).
+         */
+        NotReady: {
+            /**
+             * Status
+             * @constant
+             */
+            status: "unavailable";
+            /** Error */
+            error: string;
+        };
+        /**
+         * Note
+         * @description A key-value note an agent keeps for its program.
+         */
+        Note: {
+            /** Key */
+            key: string;
+            value: components["schemas"]["JsonValue"];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Expires At */
+            expires_at: string | null;
         };
         /** NoteIn */
         NoteIn: {
@@ -1255,6 +2091,11 @@ export interface components {
              */
             ttl?: number | null;
         };
+        /** Notes */
+        Notes: {
+            /** Items */
+            items: components["schemas"]["Note"][];
+        };
         /** ObservationIn */
         ObservationIn: {
             /** Time */
@@ -1283,10 +2124,231 @@ export interface components {
              */
             note?: string;
         };
+        /**
+         * OpenAIContext
+         * @description A context in OpenAI's shape (`format: openai`): `messages` go straight to the model.
+         */
+        OpenAIContext: {
+            /** Messages */
+            messages: components["schemas"]["OpenAIMessage"][];
+            report: components["schemas"]["ContextReport"];
+            /**
+             * Call Id
+             * @description With `record`: the id of the model call it was recorded as
+             */
+            call_id?: string;
+        };
+        /**
+         * OpenAIMessage
+         * @description A chat message of OpenAI's Chat Completions API.
+         */
+        OpenAIMessage: {
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "system" | "user" | "assistant" | "tool";
+            /** Content */
+            content: string;
+            /** Name */
+            name?: string;
+            /** @description The agent's own tool calls, as its message's metadata held them */
+            tool_calls?: components["schemas"]["JsonValue"];
+            /** Tool Call Id */
+            tool_call_id?: string;
+        };
+        /** Outcome */
+        Outcome: {
+            /** Id */
+            id: string;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "answered" | "failed";
+            /** Error */
+            error: string | null;
+        };
         /** OutcomeIn */
         OutcomeIn: {
             /** Error */
             error?: string | null;
+        };
+        /** Pair */
+        Pair: {
+            a: components["schemas"]["JsonValue"];
+            b: components["schemas"]["JsonValue"];
+        };
+        /**
+         * Posted
+         * @description A stored post, with the agents it was delivered to.
+         */
+        Posted: {
+            /** Id */
+            id: number;
+            /** World Id */
+            world_id: string;
+            /**
+             * Chat Id
+             * @description null: the world's default chat
+             */
+            chat_id: string | null;
+            /** Sender */
+            sender: string;
+            /**
+             * Sender Type
+             * @enum {string}
+             */
+            sender_type: "human" | "agent" | "system" | "world";
+            /** Channel */
+            channel: string | null;
+            /** Parent Id */
+            parent_id: number | null;
+            /** Content */
+            content: string;
+            /**
+             * Mentions
+             * @description Who it mentions (`@id` anywhere in the text)
+             */
+            mentions: string[];
+            /**
+             * Addressed
+             * @description Who it addresses (a paragraph-beginning mention): those agents answer it
+             */
+            addressed: string[];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            /** Delivered To */
+            delivered_to: string[];
+        };
+        /** Ready */
+        Ready: {
+            /**
+             * Status
+             * @constant
+             */
+            status: "ready";
+        };
+        /**
+         * RecalledPast
+         * @description The recalled past sent with an inbox check (context once: `unchanged` when sent before).
+         */
+        RecalledPast: {
+            /** Content */
+            content: string | null;
+            /** Tokens */
+            tokens: number;
+            /** Unchanged */
+            unchanged: boolean;
+            /** Passages */
+            passages: components["schemas"]["ReportItem"][];
+        };
+        /**
+         * Replay
+         * @description A call rebuilt from the store (replay) or beside another (compare).
+         */
+        Replay: {
+            call: components["schemas"]["Call"];
+            /**
+             * Identical
+             * @description The model would get the same bytes
+             */
+            identical: boolean;
+            now: components["schemas"]["Call"] | null;
+            diff: components["schemas"]["CallDiff"] | null;
+            /** Messages */
+            messages: components["schemas"]["OpenAIMessage"][] | null;
+            /** Notes */
+            notes: string[];
+        };
+        /**
+         * ReportItem
+         * @description One item of a context's report: a message, fact, memory or block, in or left out, and why.
+         */
+        ReportItem: {
+            /** Kind */
+            kind: string;
+            /** Id */
+            id: number | string | null;
+            /** Included */
+            included: boolean;
+            /** Section */
+            section?: string | null;
+            /**
+             * Reason
+             * @description Why it is left out (or in, if not by its rank)
+             */
+            reason?: string | null;
+            /** Tokens */
+            tokens?: number;
+            /** Sender */
+            sender?: string;
+            /** Chat Id */
+            chat_id?: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ScopeCount */
+        ScopeCount: {
+            /** Scope */
+            scope: string;
+            /** Facts */
+            facts: number;
+        };
+        /** Scopes */
+        Scopes: {
+            /** Scopes */
+            scopes: components["schemas"]["ScopeCount"][];
+        };
+        /** SearchHit */
+        SearchHit: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "message" | "memory" | "fact";
+            /** Source Id */
+            source_id: number;
+            /**
+             * Score
+             * @description Relevance, 0..1
+             */
+            score: number;
+            /** Text */
+            text: string;
+            /** Space */
+            space: string;
+            /** Chat Id */
+            chat_id: string | null;
+            /** Sender */
+            sender: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Importance */
+            importance: number | null;
+            /** Similarity */
+            similarity: number | null;
+            /** Method */
+            method: string;
+            /** Keyword Rank */
+            keyword_rank: number | null;
+            /** Vector Rank */
+            vector_rank: number | null;
+            /**
+             * Scope
+             * @description For a fact: its scope (`user:maria`, …)
+             */
+            scope: string | null;
         };
         /** SearchIn */
         SearchIn: {
@@ -1324,6 +2386,18 @@ export interface components {
             /** Now */
             now?: string | null;
         };
+        /** SearchResults */
+        SearchResults: {
+            /** Results */
+            results: components["schemas"]["SearchHit"][];
+        };
+        /**
+         * Sections
+         * @description A scope's summary sections, by name.
+         */
+        Sections: {
+            [key: string]: string;
+        };
         /** SectionsIn */
         SectionsIn: {
             /** Work Context */
@@ -1357,6 +2431,39 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /**
+         * Sent
+         * @description What an agent's send (or tool result) answers.
+         */
+        Sent: {
+            /** Message Id */
+            message_id: number;
+            /**
+             * Timestamp
+             * Format: date-time
+             */
+            timestamp: string;
+            /** Mentions */
+            mentions: string[];
+            /** @description The id of the thread's first message (the message's own id when it starts one) */
+            thread_id: components["schemas"]["JsonValue"];
+            /** Chat Id */
+            chat_id: string | null;
+            /** Delivered To */
+            delivered_to: string[];
+        };
+        /** StoredId */
+        StoredId: {
+            /** Id */
+            id: number;
+        };
+        /** TokenPair */
+        TokenPair: {
+            /** A */
+            a: number;
+            /** B */
+            b: number;
+        };
         /** ToolResultIn */
         ToolResultIn: {
             /**
@@ -1371,18 +2478,33 @@ export interface components {
             /** Parent Id */
             parent_id?: number | null;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-            /** Input */
-            input?: unknown;
-            /** Context */
-            ctx?: Record<string, never>;
+        /** TurnCount */
+        TurnCount: {
+            /** Turn Count */
+            turn_count: number;
+        };
+        /** WorldDetail */
+        WorldDetail: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string | null;
+            /** Turn Limit */
+            turn_limit: number | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Agents */
+            agents: string[];
+            /** Humans */
+            humans: string[];
+            /**
+             * Chats
+             * @description Each chat with its number of messages
+             */
+            chats: components["schemas"]["ChatCount"][];
         };
         /** WorldIn */
         WorldIn: {
@@ -1392,6 +2514,25 @@ export interface components {
             name?: string | null;
             /** Turn Limit */
             turn_limit?: number | null;
+        };
+        /** WorldInfo */
+        WorldInfo: {
+            /** Id */
+            id: string;
+            /** Name */
+            name: string | null;
+            /** Turn Limit */
+            turn_limit: number | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+        };
+        /** Worlds */
+        Worlds: {
+            /** Worlds */
+            worlds: components["schemas"]["WorldInfo"][];
         };
     };
     responses: never;
@@ -1417,9 +2558,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1441,16 +2598,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["Ready"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description Not ready */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["NotReady"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1475,13 +2641,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "text/plain": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1503,18 +2678,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Worlds"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1540,18 +2722,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["WorldInfo"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1575,18 +2764,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["WorldDetail"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1610,18 +2806,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1645,18 +2848,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Agents"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1681,24 +2891,40 @@ export interface operations {
             };
         };
         responses: {
+            /** @description It was registered already (`exist_ok=true`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentSettings"];
+                };
+            };
             /** @description Successful Response */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1722,18 +2948,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Humans"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1758,24 +2991,40 @@ export interface operations {
             };
         };
         responses: {
+            /** @description It was registered already (`exist_ok=true`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Human"];
+                };
+            };
             /** @description Successful Response */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Human"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1800,18 +3049,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1839,18 +3095,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1879,18 +3142,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["AgentSettings"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1923,18 +3193,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["MessagePage"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1962,16 +3239,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["Posted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -1999,18 +3285,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Deliveries"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2049,16 +3342,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["InboxCheck"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2087,18 +3389,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["Acknowledged"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2127,18 +3436,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Sent"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2167,18 +3483,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Sent"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2207,18 +3530,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Decision"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2243,18 +3573,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["TurnCount"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2283,18 +3620,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OpenAIContext"] | components["schemas"]["AnthropicContext"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2323,18 +3667,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["StoredId"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2363,18 +3714,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["StoredId"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2403,18 +3761,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Calls"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2440,18 +3805,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Call"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2481,18 +3853,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Outcome"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2518,18 +3897,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Replay"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2559,18 +3945,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Replay"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2595,18 +3988,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Notes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2631,18 +4031,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Notes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2668,18 +4075,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2709,18 +4123,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2746,18 +4167,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["Forgotten"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2783,18 +4211,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2824,18 +4259,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Note"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2861,18 +4303,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["Forgotten"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2894,18 +4343,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Scopes"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2929,18 +4385,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["FactsExport"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -2968,18 +4431,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["FactsImported"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3003,18 +4473,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["FactListing"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3042,18 +4519,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3077,18 +4561,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["FactsRemoved"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3113,18 +4604,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3149,18 +4647,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3189,18 +4694,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Fact"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3224,18 +4736,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["Sections"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3263,18 +4782,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["Sections"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3301,18 +4827,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Memories"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3340,16 +4873,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3374,18 +4916,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3414,18 +4963,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3453,18 +5009,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Memories"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3493,16 +5056,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3528,18 +5100,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: boolean;
-                    };
+                    "application/json": components["schemas"]["DeletedOne"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3569,18 +5148,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Memory"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3609,18 +5195,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ExtractionQueued"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3642,18 +5235,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: number;
-                    };
+                    "application/json": components["schemas"]["Extractions"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3681,18 +5281,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SearchResults"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3721,18 +5328,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["SearchResults"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3760,18 +5374,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3796,18 +5417,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3834,13 +5462,22 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };
@@ -3867,16 +5504,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["ImportedWorld"];
                 };
             };
-            /** @description Validation Error */
-            422: {
+            /** @description `store_busy`: try again after `Retry-After` seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorAnswer"];
+                };
+            };
+            /** @description The request was refused: the error says why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorAnswer"];
                 };
             };
         };

@@ -34,6 +34,7 @@ from recall.errors import (
     StoreBusyError,
 )
 from recall.server import docs, ui
+from recall.server.answers import ERRORS
 from recall.server.config import ServerConfig
 from recall.server.deps import ServerState
 from recall.server.guard import BodyLimits, RequestGuard
@@ -89,7 +90,7 @@ def create_app(service: RecallService, config: ServerConfig | None = None) -> Fa
     app.add_middleware(TraceRequests)
     _install_error_handlers(app)
     for router in (*ROUTERS, ui.router, docs.router):
-        app.include_router(router)
+        app.include_router(router, responses=ERRORS)
     return app
 
 

@@ -1,7 +1,9 @@
 """The JSON shapes REST and MCP both answer with, written once.
 
 Each function turns what the service returned into the plain dict a route or a tool returns;
-neither interface builds a body of its own, so a field cannot drift between them.
+neither interface builds a body of its own, so a field cannot drift between them. The OpenAPI
+schema describes these shapes in `answers.py` and `context_answers.py`: a field changed here is
+changed there too (tests/server/test_response_schemas.py fails until it is).
 """
 
 from __future__ import annotations

@@ -8,14 +8,20 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from recall.app.posting import PostRequest
-from recall.server import schemas, views
+from recall.server import answers, context_answers, schemas, views
 from recall.server.deps import ActingAgent, state_of
 from recall.server.routes.messages import announce
 
 router = APIRouter(tags=["agents"])
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/send", status_code=201, summary="Post as the agent")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/send",
+    status_code=201,
+    summary="Post as the agent",
+    response_model=Any,
+    responses={201: {"model": answers.Sent}},
+)
 async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> dict[str, Any]:
     state = state_of(request)
     post = PostRequest(
@@ -26,7 +32,11 @@ async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> d
 
 
 @router.post(
-    "/v1/worlds/{world}/agents/{agent}/tool-results", status_code=201, summary="Store a result of the agent's tool call"
+    "/v1/worlds/{world}/agents/{agent}/tool-results",
+    status_code=201,
+    summary="Store a result of the agent's tool call",
+    response_model=Any,
+    responses={201: {"model": answers.Sent}},
 )
 def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultIn) -> dict[str, Any]:
     """The result of one of the agent's own tool calls, for that agent alone: its context shows
@@ -39,7 +49,12 @@ def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultI
     return {**views.sent(message), "delivered_to": list(service.worlds.recipients(acting.key, message))}
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/decide", summary="Would the agent answer now?")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/decide",
+    summary="Would the agent answer now?",
+    response_model=Any,
+    responses={200: {"model": answers.Decision}},
+)
 def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dict[str, Any]:
     """The live decision for one message, turn limit included (spec §2): a human or world
     message resets the agent's turn counter. When the limit stops the agent, `notice` is
@@ -49,13 +64,23 @@ def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dic
     return views.decision(made, service.agent_state.turn_limit(service.worlds.get_world(acting.key)))
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/llm-calls", summary="Count one LLM call")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/llm-calls",
+    summary="Count one LLM call",
+    response_model=Any,
+    responses={200: {"model": answers.TurnCount}},
+)
 def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
     """Count one model call of the agent against its turn limit; the new count."""
     return {"turn_count": state_of(request).service.agent_state.record_llm_call(acting.key, acting.agent)}
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/context", summary="Build the agent's context")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/context",
+    summary="Build the agent's context",
+    response_model=Any,
+    responses={200: {"model": context_answers.OpenAIContext | context_answers.AnthropicContext}},
+)
 def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> dict[str, Any]:
     state = state_of(request)
     built = state.service.contexts.build_context(
@@ -75,13 +100,23 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
     return views.context(built, body.format)
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/observations", status_code=201)
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/observations",
+    status_code=201,
+    response_model=Any,
+    responses={201: {"model": answers.StoredId}},
+)
 def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) -> dict[str, int]:
     """Store what the agent perceives (simulations); shown in its context in the first person."""
     return {"id": state_of(request).service.agent_state.observe(acting.key, acting.agent, body.model_dump())}
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/actions", status_code=201)
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/actions",
+    status_code=201,
+    response_model=Any,
+    responses={201: {"model": answers.StoredId}},
+)
 def act(request: Request, acting: ActingAgent, body: schemas.ActionIn) -> dict[str, int]:
     """Store what the agent did (simulations)."""
     return {"id": state_of(request).service.agent_state.act(acting.key, acting.agent, body.model_dump())}

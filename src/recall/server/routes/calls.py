@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from recall.server import schemas
+from recall.server import context_answers, schemas
 from recall.server.deps import ActingAgent, state_of
 
 router = APIRouter(tags=["calls"])
@@ -16,7 +16,12 @@ router = APIRouter(tags=["calls"])
 CallId = Annotated[str, "the id of a recorded call, c_…"]
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/calls", summary="The agent's recorded model calls")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/calls",
+    summary="The agent's recorded model calls",
+    response_model=Any,
+    responses={200: {"model": context_answers.Calls}},
+)
 def list_calls(
     request: Request,
     acting: ActingAgent,
@@ -29,12 +34,22 @@ def list_calls(
     return {"calls": [call.to_dict() for call in calls]}
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/calls/{call_id}", summary="One recorded model call")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/calls/{call_id}",
+    summary="One recorded model call",
+    response_model=Any,
+    responses={200: {"model": context_answers.Call}},
+)
 def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
     return state_of(request).service.calls.get(acting.key, acting.agent, call_id).to_dict()
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/outcome", summary="Report what came of a call")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/outcome",
+    summary="Report what came of a call",
+    response_model=Any,
+    responses={200: {"model": context_answers.Outcome}},
+)
 def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: schemas.OutcomeIn) -> dict[str, Any]:
     """The model answered (`error` null) or failed (`error` says how): shown with the call, in
     the inspector's timeline, and counted in /metrics (`recall_model_call_failures_total`). A
@@ -45,7 +60,12 @@ def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: sc
     return {"id": call.id, "outcome": call.outcome, "error": call.error}
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay", summary="Rebuild a call from the store")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay",
+    summary="Rebuild a call from the store",
+    response_model=Any,
+    responses={200: {"model": context_answers.Replay}},
+)
 def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
     """The call's context rebuilt now (same trigger, same explicit settings): `identical` when
     the model would get the same bytes, else `diff` item by item with what the store says of
@@ -53,7 +73,12 @@ def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str
     return state_of(request).service.calls.replay(acting.key, acting.agent, call_id).to_dict()
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/calls/{call_id}/compare", summary="Compare a call")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/compare",
+    summary="Compare a call",
+    response_model=Any,
+    responses={200: {"model": context_answers.Replay}},
+)
 def compare_call(request: Request, acting: ActingAgent, call_id: str, body: schemas.CompareIn) -> dict[str, Any]:
     """The call beside another recorded call (`other`), or beside its context rebuilt now with
     the settings given: what a settings change does to the context."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 
 from recall.app.gate import Principal
-from recall.server import schemas
+from recall.server import answers, schemas
 from recall.server.deps import ActingAgent, Caller, state_of, tenant_key
 
 router = APIRouter(tags=["facts"])
@@ -18,6 +18,8 @@ router = APIRouter(tags=["facts"])
     "/v1/worlds/{world}/agents/{agent}/extract",
     status_code=202,
     summary="Queue fact extraction from an agent's conversation (after its run)",
+    response_model=Any,
+    responses={202: {"model": answers.ExtractionQueued}},
 )
 def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
     scope = None if body.scope is None else state_of(request).gate.scope(who, body.scope)[0]
@@ -26,7 +28,12 @@ def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who:
     )
 
 
-@router.post("/v1/extraction/flush", summary="Run the caller's queued fact extractions now")
+@router.post(
+    "/v1/extraction/flush",
+    summary="Run the caller's queued fact extractions now",
+    response_model=Any,
+    responses={200: {"model": answers.Extractions}},
+)
 async def flush_extraction(
     request: Request, who: Annotated[Principal, tenant_key("flush the extraction queue")]
 ) -> dict[str, int]:

@@ -13,23 +13,38 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 
 from recall.app.gate import Principal
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import FactId, FactScope, facts_of, tenant_key
 
 router = APIRouter(tags=["facts"])
 
 
-@router.get("/v1/scopes", summary="Scopes of the caller's tenant that hold facts")
+@router.get(
+    "/v1/scopes",
+    summary="Scopes of the caller's tenant that hold facts",
+    response_model=Any,
+    responses={200: {"model": answers.Scopes}},
+)
 def list_scopes(request: Request, who: Annotated[Principal, tenant_key("list every scope")]) -> dict[str, Any]:
     return {"scopes": [{"scope": s, "facts": n} for s, n in facts_of(request).fact_scopes(who.tenant)]}
 
 
-@router.get("/v1/scopes/{scope:path}/facts/export", summary="Export a scope's facts and sections")
+@router.get(
+    "/v1/scopes/{scope:path}/facts/export",
+    summary="Export a scope's facts and sections",
+    response_model=Any,
+    responses={200: {"model": answers.FactsExport}},
+)
 def export_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     return facts_of(request).export_facts(*scope)
 
 
-@router.post("/v1/scopes/{scope:path}/facts/import", summary="Import facts (an export's JSON)")
+@router.post(
+    "/v1/scopes/{scope:path}/facts/import",
+    summary="Import facts (an export's JSON)",
+    response_model=Any,
+    responses={200: {"model": answers.FactsImported}},
+)
 def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn) -> dict[str, int]:
     data = body.model_dump(exclude={"replace"})
     data["sections"] = {k: v for k, v in data["sections"].items() if v is not None}
@@ -37,49 +52,90 @@ def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn
     return facts_of(request).import_facts(canonical, data, body.replace, tenant)
 
 
-@router.get("/v1/scopes/{scope:path}/facts", summary="A scope's facts and summary sections")
+@router.get(
+    "/v1/scopes/{scope:path}/facts",
+    summary="A scope's facts and summary sections",
+    response_model=Any,
+    responses={200: {"model": answers.FactListing}},
+)
 def list_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     facts = facts_of(request)
     return views.facts(facts.list_facts(*scope), facts.sections(*scope), scope=scope[0])
 
 
-@router.post("/v1/scopes/{scope:path}/facts", status_code=201, summary="Add a fact")
+@router.post(
+    "/v1/scopes/{scope:path}/facts",
+    status_code=201,
+    summary="Add a fact",
+    response_model=Any,
+    responses={201: {"model": answers.Fact}},
+)
 def add_fact(request: Request, scope: FactScope, body: schemas.FactIn) -> dict[str, Any]:
     canonical, tenant = scope
     return facts_of(request).add_facts(canonical, [body.model_dump()], tenant)[0].to_dict()
 
 
-@router.delete("/v1/scopes/{scope:path}/facts", summary="Clear a scope: every fact and section")
+@router.delete(
+    "/v1/scopes/{scope:path}/facts",
+    summary="Clear a scope: every fact and section",
+    response_model=Any,
+    responses={200: {"model": answers.FactsRemoved}},
+)
 def clear_facts(request: Request, scope: FactScope) -> dict[str, int]:
     return {"removed": facts_of(request).clear_facts(*scope)}
 
 
-@router.get("/v1/scopes/{scope:path}/facts/{fact_id}", summary="One fact")
+@router.get(
+    "/v1/scopes/{scope:path}/facts/{fact_id}",
+    summary="One fact",
+    response_model=Any,
+    responses={200: {"model": answers.Fact}},
+)
 def get_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, Any]:
     canonical, tenant = scope
     return facts_of(request).get_fact(canonical, fact_id, tenant).to_dict()
 
 
-@router.patch("/v1/scopes/{scope:path}/facts/{fact_id}", summary="Change some fields of a fact")
+@router.patch(
+    "/v1/scopes/{scope:path}/facts/{fact_id}",
+    summary="Change some fields of a fact",
+    response_model=Any,
+    responses={200: {"model": answers.Fact}},
+)
 def update_fact(request: Request, scope: FactScope, fact_id: FactId, body: schemas.FactPatch) -> dict[str, Any]:
     canonical, tenant = scope
     changes = body.model_dump(exclude_unset=True)
     return facts_of(request).update_fact(canonical, fact_id, changes, tenant).to_dict()
 
 
-@router.delete("/v1/scopes/{scope:path}/facts/{fact_id}", summary="Delete a fact")
+@router.delete(
+    "/v1/scopes/{scope:path}/facts/{fact_id}",
+    summary="Delete a fact",
+    response_model=Any,
+    responses={200: {"model": answers.DeletedOne}},
+)
 def delete_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, bool]:
     canonical, tenant = scope
     facts_of(request).delete_fact(canonical, fact_id, tenant)
     return views.deleted()
 
 
-@router.get("/v1/scopes/{scope:path}/sections", summary="A scope's summary sections")
+@router.get(
+    "/v1/scopes/{scope:path}/sections",
+    summary="A scope's summary sections",
+    response_model=Any,
+    responses={200: {"model": answers.Sections}},
+)
 def get_sections(request: Request, scope: FactScope) -> dict[str, str]:
     return facts_of(request).sections(*scope)
 
 
-@router.put("/v1/scopes/{scope:path}/sections", summary="Set sections (an empty text removes one)")
+@router.put(
+    "/v1/scopes/{scope:path}/sections",
+    summary="Set sections (an empty text removes one)",
+    response_model=Any,
+    responses={200: {"model": answers.Sections}},
+)
 def set_sections(request: Request, scope: FactScope, body: schemas.SectionsIn) -> dict[str, str]:
     canonical, tenant = scope
     return facts_of(request).set_sections(canonical, body.model_dump(exclude_none=True), tenant)

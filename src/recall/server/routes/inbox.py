@@ -7,14 +7,19 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from recall.server import schemas, views
+from recall.server import answers, context_answers, schemas, views
 from recall.server.deps import ActingAgent, state_of
 from recall.server.inbox import MAX_WAIT_SECONDS, InboxQuery, run_check
 
 router = APIRouter(tags=["agents"])
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/deliveries", summary="What the agent was sent")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/deliveries",
+    summary="What the agent was sent",
+    response_model=Any,
+    responses={200: {"model": answers.Deliveries}},
+)
 def deliveries(
     request: Request,
     acting: ActingAgent,
@@ -27,7 +32,11 @@ def deliveries(
     return {"messages": [views.delivery(m, read) for m, read in entries]}
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/inbox", summary="Check for new messages")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/inbox",
+    summary="Check for new messages",
+    responses={200: {"model": context_answers.InboxCheck}},
+)
 async def check_inbox(
     request: Request,
     acting: ActingAgent,
@@ -60,7 +69,12 @@ async def check_inbox(
     return Response(checked.body(), media_type="application/json")
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/inbox/ack", summary="Mark messages read")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/inbox/ack",
+    summary="Mark messages read",
+    response_model=Any,
+    responses={200: {"model": answers.Acknowledged}},
+)
 def ack(request: Request, acting: ActingAgent, body: schemas.AckIn) -> dict[str, int]:
     return {"acknowledged": state_of(request).service.deliveries.ack(acting.key, acting.agent, body.ids)}
 

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from recall.app.gate import Principal
-from recall.server import views
+from recall.server import answers, views
 from recall.server.deps import state_of, tenant_key, tenant_world
 from recall.server.json_body import json_bytes
 from recall.store.records import WorldRecord
@@ -31,7 +31,12 @@ Erase = Annotated[
 NDJSON = "application/x-ndjson"
 
 
-@router.delete("/v1/worlds/{world}", summary="Delete a world and everything in it")
+@router.delete(
+    "/v1/worlds/{world}",
+    summary="Delete a world and everything in it",
+    response_model=Any,
+    responses={200: {"model": answers.Deleted}},
+)
 def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("delete worlds")]) -> dict[str, Any]:
     """Participants, chats, messages, deliveries and read state, notes, observations, memories,
     the facts of the world's and its agents' scopes, and their search items. Its humans'
@@ -39,7 +44,13 @@ def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("
     return state_of(request).service.lifecycle.delete_world(record.key).to_dict()
 
 
-@router.delete("/v1/worlds/{world}/agents/{agent}", tags=["participants"], summary="Delete an agent")
+@router.delete(
+    "/v1/worlds/{world}/agents/{agent}",
+    tags=["participants"],
+    summary="Delete an agent",
+    response_model=Any,
+    responses={200: {"model": answers.Deleted}},
+)
 def delete_agent(
     request: Request, agent: str, record: Annotated[WorldRecord, tenant_world("delete agents")], erase: Erase = False
 ) -> dict[str, Any]:
@@ -49,7 +60,13 @@ def delete_agent(
     return state_of(request).service.lifecycle.delete_participant(record.key, agent, "agent", erase=erase).to_dict()
 
 
-@router.delete("/v1/worlds/{world}/humans/{human}", tags=["participants"], summary="Delete (or erase) a human")
+@router.delete(
+    "/v1/worlds/{world}/humans/{human}",
+    tags=["participants"],
+    summary="Delete (or erase) a human",
+    response_model=Any,
+    responses={200: {"model": answers.Deleted}},
+)
 def delete_human(
     request: Request, human: str, record: Annotated[WorldRecord, tenant_world("delete humans")], erase: Erase = False
 ) -> dict[str, Any]:
@@ -60,7 +77,13 @@ def delete_human(
     return state_of(request).service.lifecycle.delete_participant(record.key, human, "human", erase=erase).to_dict()
 
 
-@router.delete("/v1/worlds/{world}/messages/{message_id}", tags=["messages"], summary="Delete a message")
+@router.delete(
+    "/v1/worlds/{world}/messages/{message_id}",
+    tags=["messages"],
+    summary="Delete a message",
+    response_model=Any,
+    responses={200: {"model": answers.Deleted}},
+)
 def delete_message(
     request: Request,
     record: Annotated[WorldRecord, tenant_world("delete messages")],
@@ -101,6 +124,7 @@ def export_world(request: Request, record: Annotated[WorldRecord, tenant_world("
             "content": {NDJSON: {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
         }
     },
+    responses={201: {"model": answers.ImportedWorld}},
 )
 async def import_world(request: Request, who: Annotated[Principal, tenant_key("import worlds")]) -> JSONResponse:
     """Into the caller's tenant, with every id, time and read flag kept. A malformed line is 422

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import ActingAgent, MemoryId, WorldOf, memories_of, tenant_world
 from recall.store.records import WorldRecord
 
@@ -16,20 +16,35 @@ MinImportance = Annotated[int, Query(ge=1, le=10)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
-@router.post("/v1/worlds/{world}/memories", status_code=201, summary="Add a shared memory")
+@router.post(
+    "/v1/worlds/{world}/memories",
+    status_code=201,
+    summary="Add a shared memory",
+    responses={201: {"model": answers.Memory}},
+)
 def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> JSONResponse:
     note = memories_of(request).add_memory(record.key, **body.model_dump())
     return JSONResponse(note.to_dict(), status_code=201)
 
 
-@router.get("/v1/worlds/{world}/memories", summary="Shared memories, most important first")
+@router.get(
+    "/v1/worlds/{world}/memories",
+    summary="Shared memories, most important first",
+    response_model=Any,
+    responses={200: {"model": answers.Memories}},
+)
 def list_shared_notes(
     request: Request, record: WorldOf, min_importance: MinImportance = 1, limit: Limit = 100
 ) -> dict[str, Any]:
     return views.memories(memories_of(request).list_memories(record.key, None, min_importance, limit))
 
 
-@router.patch("/v1/worlds/{world}/memories/{note_id}", summary="Change a shared memory in place")
+@router.patch(
+    "/v1/worlds/{world}/memories/{note_id}",
+    summary="Change a shared memory in place",
+    response_model=Any,
+    responses={200: {"model": answers.Memory}},
+)
 def update_shared_note(
     request: Request,
     record: Annotated[WorldRecord, tenant_world("update shared memories")],
@@ -40,7 +55,12 @@ def update_shared_note(
     return memories_of(request).update_memory(record.key, note_id, changes).to_dict()
 
 
-@router.delete("/v1/worlds/{world}/memories/{note_id}", summary="Delete a shared memory")
+@router.delete(
+    "/v1/worlds/{world}/memories/{note_id}",
+    summary="Delete a shared memory",
+    response_model=Any,
+    responses={200: {"model": answers.DeletedOne}},
+)
 def delete_shared_note(
     request: Request, record: Annotated[WorldRecord, tenant_world("delete shared memories")], note_id: MemoryId
 ) -> dict[str, bool]:
@@ -48,20 +68,35 @@ def delete_shared_note(
     return views.deleted()
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/memories", status_code=201, summary="Add a private memory")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/memories",
+    status_code=201,
+    summary="Add a private memory",
+    responses={201: {"model": answers.Memory}},
+)
 def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn) -> JSONResponse:
     note = memories_of(request).add_memory(acting.key, agent=acting.agent, **body.model_dump())
     return JSONResponse(note.to_dict(), status_code=201)
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}/memories", summary="Shared memories and the agent's own")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}/memories",
+    summary="Shared memories and the agent's own",
+    response_model=Any,
+    responses={200: {"model": answers.Memories}},
+)
 def list_agent_notes(
     request: Request, acting: ActingAgent, min_importance: MinImportance = 1, limit: Limit = 100
 ) -> dict[str, Any]:
     return views.memories(memories_of(request).list_memories(acting.key, acting.agent, min_importance, limit))
 
 
-@router.patch("/v1/worlds/{world}/agents/{agent}/memories/{note_id}", summary="Change one of its memories in place")
+@router.patch(
+    "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
+    summary="Change one of its memories in place",
+    response_model=Any,
+    responses={200: {"model": answers.Memory}},
+)
 def update_agent_note(
     request: Request, acting: ActingAgent, note_id: MemoryId, body: schemas.NotePatch
 ) -> dict[str, Any]:
@@ -69,7 +104,12 @@ def update_agent_note(
     return memories_of(request).update_memory(acting.key, note_id, changes, agent=acting.agent).to_dict()
 
 
-@router.delete("/v1/worlds/{world}/agents/{agent}/memories/{note_id}", summary="Delete one of its memories")
+@router.delete(
+    "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
+    summary="Delete one of its memories",
+    response_model=Any,
+    responses={200: {"model": answers.DeletedOne}},
+)
 def delete_agent_note(request: Request, acting: ActingAgent, note_id: MemoryId) -> dict[str, bool]:
     memories_of(request).delete_memory(acting.key, note_id, agent=acting.agent)
     return views.deleted()

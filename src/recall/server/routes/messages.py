@@ -10,14 +10,19 @@ from fastapi.responses import JSONResponse
 from recall.app.posting import PostRequest
 from recall.core.models import Message
 from recall.core.routing import would_respond
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import Caller, ServerState, WorldOf, state_of
 from recall.server.writer import Posted
 
 router = APIRouter(tags=["messages"])
 
 
-@router.post("/v1/worlds/{world}/messages", status_code=201, summary="Post a message")
+@router.post(
+    "/v1/worlds/{world}/messages",
+    status_code=201,
+    summary="Post a message",
+    responses={201: {"model": answers.Posted}},
+)
 async def post_message(request: Request, world: str, body: schemas.MessageIn, who: Caller) -> JSONResponse:
     if who.agent is not None:
         who.require_agent(body.sender)
@@ -45,7 +50,12 @@ def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
     return views.posted(message, delivered)
 
 
-@router.get("/v1/worlds/{world}/messages", summary="A chat's messages, oldest first")
+@router.get(
+    "/v1/worlds/{world}/messages",
+    summary="A chat's messages, oldest first",
+    response_model=Any,
+    responses={200: {"model": answers.MessagePage}},
+)
 def list_messages(
     request: Request,
     who: Caller,

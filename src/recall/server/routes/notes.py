@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import ActingAgent, NoteKey, state_of
 
 router = APIRouter()
@@ -20,25 +20,77 @@ NOTES = "/v1/worlds/{world}/agents/{agent}/notes"
 MEMORY = "/v1/worlds/{world}/agents/{agent}/memory"
 
 
-@router.get(NOTES, tags=["notes"], summary="Every note the agent keeps")
-@router.get(MEMORY, tags=["memory"], summary="Everything the agent remembers", deprecated=True)
+@router.get(
+    NOTES,
+    tags=["notes"],
+    summary="Every note the agent keeps",
+    response_model=Any,
+    responses={200: {"model": answers.Notes}},
+)
+@router.get(
+    MEMORY,
+    tags=["memory"],
+    summary="Everything the agent remembers",
+    deprecated=True,
+    response_model=Any,
+    responses={200: {"model": answers.Notes}},
+)
 def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
     return views.notes(state_of(request).service.agent_state.notes(acting.key, acting.agent))
 
 
-@router.put(NOTES + "/{key}", tags=["notes"], summary="Keep a note under a key")
-@router.put(MEMORY + "/{key}", tags=["memory"], summary="Remember a value", deprecated=True)
+@router.put(
+    NOTES + "/{key}",
+    tags=["notes"],
+    summary="Keep a note under a key",
+    response_model=Any,
+    responses={200: {"model": answers.Note}},
+)
+@router.put(
+    MEMORY + "/{key}",
+    tags=["memory"],
+    summary="Remember a value",
+    deprecated=True,
+    response_model=Any,
+    responses={200: {"model": answers.Note}},
+)
 def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.MemoryIn) -> dict[str, Any]:
     return state_of(request).service.agent_state.remember(acting.key, acting.agent, key, body.value, body.ttl).to_dict()
 
 
-@router.get(NOTES + "/{key}", tags=["notes"], summary="The note under a key")
-@router.get(MEMORY + "/{key}", tags=["memory"], summary="Recall a value", deprecated=True)
+@router.get(
+    NOTES + "/{key}",
+    tags=["notes"],
+    summary="The note under a key",
+    response_model=Any,
+    responses={200: {"model": answers.Note}},
+)
+@router.get(
+    MEMORY + "/{key}",
+    tags=["memory"],
+    summary="Recall a value",
+    deprecated=True,
+    response_model=Any,
+    responses={200: {"model": answers.Note}},
+)
 def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, Any]:
     return state_of(request).service.agent_state.recall_note(acting.key, acting.agent, key).to_dict()
 
 
-@router.delete(NOTES + "/{key}", tags=["notes"], summary="Forget the note under a key")
-@router.delete(MEMORY + "/{key}", tags=["memory"], summary="Forget a value", deprecated=True)
+@router.delete(
+    NOTES + "/{key}",
+    tags=["notes"],
+    summary="Forget the note under a key",
+    response_model=Any,
+    responses={200: {"model": answers.Forgotten}},
+)
+@router.delete(
+    MEMORY + "/{key}",
+    tags=["memory"],
+    summary="Forget a value",
+    deprecated=True,
+    response_model=Any,
+    responses={200: {"model": answers.Forgotten}},
+)
 def forget(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, bool]:
     return views.forgotten(state_of(request).service.agent_state.forget(acting.key, acting.agent, key))

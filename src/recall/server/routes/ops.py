@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from recall.app.gate import Principal
+from recall.server import answers
 from recall.server.deps import Caller, operator_key, state_of
 
 router = APIRouter(tags=["ops"])
 
 
-@router.get("/healthz", summary="The process is up")
+@router.get("/healthz", summary="The process is up", response_model=Any, responses={200: {"model": answers.Health}})
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="The store is reachable and its migrations are current")
+@router.get(
+    "/readyz",
+    summary="The store is reachable and its migrations are current",
+    responses={200: {"model": answers.Ready}, 503: {"model": answers.NotReady, "description": "Not ready"}},
+)
 def readyz(request: Request, _: Caller) -> JSONResponse:
     try:
         state_of(request).service.schema_version()

@@ -6,14 +6,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import ActingAgent, state_of, tenant_world
 from recall.store.records import WorldRecord
 
 router = APIRouter(tags=["search"])
 
 
-@router.post("/v1/worlds/{world}/search", summary="Search a world's messages, memories and facts")
+@router.post(
+    "/v1/worlds/{world}/search",
+    summary="Search a world's messages, memories and facts",
+    response_model=Any,
+    responses={200: {"model": answers.SearchResults}},
+)
 def search_world(
     request: Request,
     record: Annotated[WorldRecord, tenant_world("search a whole world (agents search through their own route)")],
@@ -22,7 +27,12 @@ def search_world(
     return _search(request, record.key, record.tenant, None, body)
 
 
-@router.post("/v1/worlds/{world}/agents/{agent}/search", summary="Search what an agent may see")
+@router.post(
+    "/v1/worlds/{world}/agents/{agent}/search",
+    summary="Search what an agent may see",
+    response_model=Any,
+    responses={200: {"model": answers.SearchResults}},
+)
 def search_agent(request: Request, acting: ActingAgent, body: schemas.SearchIn) -> dict[str, Any]:
     return _search(request, acting.key, acting.world.tenant, acting.agent, body)
 

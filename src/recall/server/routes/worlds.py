@@ -10,14 +10,21 @@ from fastapi import APIRouter, Query, Request, Response
 
 from recall.app.gate import Principal
 from recall.app.worlds import Worlds, profile_settings
-from recall.server import schemas, views
+from recall.server import answers, schemas, views
 from recall.server.deps import ActingAgent, Caller, WorldOf, state_of, tenant_key, tenant_world
 from recall.store.records import WorldRecord
 
 router = APIRouter()
 
 
-@router.post("/v1/worlds", status_code=201, tags=["worlds"], summary="Create a world")
+@router.post(
+    "/v1/worlds",
+    status_code=201,
+    tags=["worlds"],
+    summary="Create a world",
+    response_model=Any,
+    responses={201: {"model": answers.WorldInfo}},
+)
 def create_world(
     request: Request, body: schemas.WorldIn, who: Annotated[Principal, tenant_key("create worlds")]
 ) -> dict[str, Any]:
@@ -25,12 +32,24 @@ def create_world(
     return views.world(record)
 
 
-@router.get("/v1/worlds", tags=["worlds"], summary="List the caller's worlds")
+@router.get(
+    "/v1/worlds",
+    tags=["worlds"],
+    summary="List the caller's worlds",
+    response_model=Any,
+    responses={200: {"model": answers.Worlds}},
+)
 def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
     return {"worlds": [views.world(w) for w in state_of(request).gate.worlds(who)]}
 
 
-@router.get("/v1/worlds/{world}", tags=["worlds"], summary="A world with its participants and chats")
+@router.get(
+    "/v1/worlds/{world}",
+    tags=["worlds"],
+    summary="A world with its participants and chats",
+    response_model=Any,
+    responses={200: {"model": answers.WorldDetail}},
+)
 def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
     service = state_of(request).service
     people = service.worlds.participants(record.key)
@@ -45,9 +64,17 @@ def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
 #: `?exist_ok=true`: registering a participant that is already there answers 200 with it as it
 #: is, instead of 409 (so a setup script can run again).
 ExistOk = Annotated[bool, Query(description="Answer 200 with the participant if it exists already")]
+EXISTED = "It was registered already (`exist_ok=true`)"
 
 
-@router.post("/v1/worlds/{world}/agents", status_code=201, tags=["participants"], summary="Register an agent")
+@router.post(
+    "/v1/worlds/{world}/agents",
+    status_code=201,
+    tags=["participants"],
+    summary="Register an agent",
+    response_model=Any,
+    responses={201: {"model": answers.AgentSettings}, 200: {"model": answers.AgentSettings, "description": EXISTED}},
+)
 def add_agent(
     request: Request,
     response: Response,
@@ -62,7 +89,14 @@ def add_agent(
     return views.participant(record, profile.id, "agent", **profile_settings(profile))
 
 
-@router.post("/v1/worlds/{world}/humans", status_code=201, tags=["participants"], summary="Register a human")
+@router.post(
+    "/v1/worlds/{world}/humans",
+    status_code=201,
+    tags=["participants"],
+    summary="Register a human",
+    response_model=Any,
+    responses={201: {"model": answers.Human}, 200: {"model": answers.Human, "description": EXISTED}},
+)
 def add_human(
     request: Request,
     response: Response,
@@ -76,7 +110,13 @@ def add_human(
     return views.participant(record, human.id, "human", created_at=human.created_at.isoformat())
 
 
-@router.get("/v1/worlds/{world}/agents", tags=["participants"], summary="The world's agents with their settings")
+@router.get(
+    "/v1/worlds/{world}/agents",
+    tags=["participants"],
+    summary="The world's agents with their settings",
+    response_model=Any,
+    responses={200: {"model": answers.Agents}},
+)
 def list_agents(
     request: Request, record: Annotated[WorldRecord, tenant_world("read every agent's settings")]
 ) -> dict[str, Any]:
@@ -84,20 +124,38 @@ def list_agents(
     return {"agents": [views.participant(record, p.id, "agent", **profile_settings(p)) for p in profiles]}
 
 
-@router.get("/v1/worlds/{world}/humans", tags=["participants"], summary="The world's humans")
+@router.get(
+    "/v1/worlds/{world}/humans",
+    tags=["participants"],
+    summary="The world's humans",
+    response_model=Any,
+    responses={200: {"model": answers.Humans}},
+)
 def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
     humans = state_of(request).service.worlds.humans(record.key)
     return {"humans": [views.participant(record, h.id, "human", created_at=h.created_at.isoformat()) for h in humans]}
 
 
-@router.get("/v1/worlds/{world}/agents/{agent}", tags=["participants"], summary="An agent's settings")
+@router.get(
+    "/v1/worlds/{world}/agents/{agent}",
+    tags=["participants"],
+    summary="An agent's settings",
+    response_model=Any,
+    responses={200: {"model": answers.AgentSettings}},
+)
 def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
     """The agent's profile: its admin's key or its own may read it."""
     profile = state_of(request).service.worlds.get_agent(acting.key, acting.agent)
     return views.participant(acting.world, profile.id, "agent", **profile_settings(profile))
 
 
-@router.patch("/v1/worlds/{world}/agents/{agent}", tags=["participants"], summary="Change an agent's settings")
+@router.patch(
+    "/v1/worlds/{world}/agents/{agent}",
+    tags=["participants"],
+    summary="Change an agent's settings",
+    response_model=Any,
+    responses={200: {"model": answers.AgentSettings}},
+)
 def update_agent(
     request: Request,
     agent: str,
