@@ -1,5 +1,6 @@
 /** One agent of a world: its inbox (long-poll and an async iterator), context, replies and calls. */
 import { segment, type Cancellable, type Transport } from "./http.js";
+import { addMemoryAt, memoriesAt, searchAt, type MemoryOptions, type SearchOptions } from "./memory-calls.js";
 import type {
   AgentSettings,
   Answer,
@@ -24,8 +25,6 @@ import type {
 type AgentPath = "/v1/worlds/{world}/agents/{agent}";
 export type InboxOptions = Query<`${AgentPath}/inbox`> & Cancellable;
 export type ContextOptions = Omit<Body<"ContextIn">, "format"> & Cancellable;
-export type SearchOptions = Omit<Body<"SearchIn">, "query"> & Cancellable;
-export type MemoryOptions = Omit<Body<"NoteIn">, "content"> & Cancellable;
 
 /** How `agent.listen()` checks: the inbox's options but `wait` and `mark_read`, which it sets. */
 export type ListenOptions = Omit<InboxOptions, "wait" | "mark_read">;
@@ -214,29 +213,18 @@ export class Agent {
   }
 
   /** Search what this agent may see: what was delivered to it, its memories and facts. */
-  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
-    const { signal, ...body } = options;
-    const answer = await this.#http.request<Answer<"SearchResults">>("POST", `${this.#path}/search`, {
-      body: { query, ...body },
-      signal,
-    });
-    return answer.results;
+  search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
+    return searchAt(this.#http, this.#path, query, options);
   }
 
   /** Keep a long-term memory of its own (other agents do not see it). */
   addMemory(content: string, options: MemoryOptions = {}): Promise<Memory> {
-    const { signal, ...body } = options;
-    return this.#http.request("POST", `${this.#path}/memories`, { body: { content, ...body }, signal });
+    return addMemoryAt(this.#http, this.#path, content, options);
   }
 
   /** The world's shared memories and its own, most important first. */
-  async memories(options: Query<`${AgentPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
-    const { signal, ...query } = options;
-    const answer = await this.#http.request<Answer<"Memories">>("GET", `${this.#path}/memories`, {
-      query,
-      signal,
-    });
-    return answer.memories;
+  memories(options: Query<`${AgentPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
+    return memoriesAt(this.#http, this.#path, options);
   }
 
   /** Delete the agent; `erase: true` deletes the messages it wrote too (tenant keys). */

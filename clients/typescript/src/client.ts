@@ -1,7 +1,8 @@
 /** The client: worlds, their participants and messages, long-term memories, facts and search. */
-import { Agent, type MemoryOptions, type SearchOptions } from "./agent.js";
+import { Agent } from "./agent.js";
 import { ConflictError } from "./errors.js";
 import { segment, Transport, type Cancellable, type ClientOptions } from "./http.js";
+import { addMemoryAt, memoriesAt, searchAt, type MemoryOptions, type SearchOptions } from "./memory-calls.js";
 import type {
   AgentSettings,
   Answer,
@@ -144,29 +145,18 @@ export class World {
   }
 
   /** Search its messages, memories and facts (its people's included): hybrid by default. */
-  async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
-    const { signal, ...body } = options;
-    const answer = await this.#http.request<Answer<"SearchResults">>("POST", `${this.#path}/search`, {
-      body: { query, ...body },
-      signal,
-    });
-    return answer.results;
+  search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
+    return searchAt(this.#http, this.#path, query, options);
   }
 
   /** Add a long-term memory every agent of the world shares. */
   addMemory(content: string, options: MemoryOptions = {}): Promise<Memory> {
-    const { signal, ...body } = options;
-    return this.#http.request("POST", `${this.#path}/memories`, { body: { content, ...body }, signal });
+    return addMemoryAt(this.#http, this.#path, content, options);
   }
 
   /** Its shared memories, most important first. */
-  async memories(options: Query<`${WorldPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
-    const { signal, ...query } = options;
-    const answer = await this.#http.request<Answer<"Memories">>("GET", `${this.#path}/memories`, {
-      query,
-      signal,
-    });
-    return answer.memories;
+  memories(options: Query<`${WorldPath}/memories`> & Cancellable = {}): Promise<Memory[]> {
+    return memoriesAt(this.#http, this.#path, options);
   }
 
   /** Change a shared memory in place (those fields left out stay). */

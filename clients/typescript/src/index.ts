@@ -10,9 +10,8 @@ export {
   type InboxItem,
   type InboxOptions,
   type ListenOptions,
-  type MemoryOptions,
-  type SearchOptions,
 } from "./agent.js";
+export type { MemoryOptions, SearchOptions } from "./memory-calls.js";
 export type { ClientOptions, Cancellable } from "./http.js";
 export {
   RecallError,

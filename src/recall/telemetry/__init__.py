@@ -134,13 +134,21 @@ def span(name: str, attributes: Mapping[str, Value | None] | None = None) -> Ite
     """A span named `name`, current inside the block (children nest under it); an exception
     leaving the block marks it failed, with the exception's type (`error.type`) but not its
     message, which may quote what was posted."""
+    clean = {k: v for k, v in attributes.items() if v is not None} if attributes else None
+    with _started(name, attributes=clean) as current:
+        yield current
+
+
+@contextmanager
+def _started(name: str, **options: Any) -> Iterator[Span]:
+    """A span of recall's tracer started with `options` (start_as_current_span's), current inside
+    the block and marked failed by an exception leaving it; the null span while nothing records."""
     tracer = _state.resolve()
     if tracer is None:
         yield _NULL_SPAN
         return
-    clean = {k: v for k, v in attributes.items() if v is not None} if attributes else None
     with tracer.start_as_current_span(
-        name, attributes=clean, record_exception=False, set_status_on_exception=False
+        name, record_exception=False, set_status_on_exception=False, **options
     ) as current:
         try:
             yield Span(current)
@@ -161,23 +169,15 @@ def _failed(current: Any, exc: BaseException) -> None:
 def incoming_request(method: str, headers: Mapping[str, str]) -> Iterator[Span]:
     """A server span for an HTTP request, child of the caller's trace when its headers carry one
     (W3C `traceparent`, or what OTEL_PROPAGATORS names), current inside the block."""
-    tracer = _state.resolve()
-    if tracer is None:
+    if not active():
         yield _NULL_SPAN
         return
     from opentelemetry import propagate, trace
 
     parent = propagate.extract(headers)
     attributes = {"http.request.method": method}
-    kind = trace.SpanKind.SERVER
-    with tracer.start_as_current_span(
-        method, context=parent, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
-    ) as current:
-        try:
-            yield Span(current)
-        except BaseException as exc:
-            _failed(current, exc)
-            raise
+    with _started(method, context=parent, kind=trace.SpanKind.SERVER, attributes=attributes) as current:
+        yield current
 
 
 def record(name: str, value: float, attributes: Mapping[str, Value] | None = None) -> None:
