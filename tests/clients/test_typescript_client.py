@@ -27,8 +27,8 @@ import pytest
 from recall.api import Recall
 from recall.llm.scripted_server import start_model_server
 from recall.settings import Settings
+from tests.processes import server_process
 from tests.server.conftest import free_port
-from tests.server.test_durability import server_process
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 MODULES = PACKAGE / "node_modules"

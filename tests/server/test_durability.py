@@ -4,45 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from tests.processes import children, gone
+from tests.processes import children, gone, server_process
 from tests.server.conftest import free_port
-
-RECALL = str(Path(sys.executable).with_name("recall"))
-
-
-@contextmanager
-def server_process(db: str | Path, port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [RECALL, "serve", "--db", str(db), "--port", str(port), "--rate-limit", "0"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start: {proc.stderr.read() if proc.stderr else ''!r}")
-            time.sleep(0.05)
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 def test_unread_messages_survive_sigkill(tmp_path: Path) -> None:

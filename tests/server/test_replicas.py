@@ -13,8 +13,8 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
+from tests.processes import server_process
 from tests.server.conftest import free_port
-from tests.server.test_durability import server_process
 
 AGENTS = ("a1", "a2", "a3", "a4")
 POSTS = 60

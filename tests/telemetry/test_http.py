@@ -9,8 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.trace import StatusCode
+from starlette.testclient import TestClient
+from starlette.types import Receive, Scope, Send
 
 from recall.server.config import ServerConfig
+from recall.server.tracing import TraceRequests
 from tests.server.conftest import LiveServer, create_world_w, start_server, stop_server
 from tests.server.test_http_api import wait_until, waiting
 from tests.telemetry.conftest import Recorded, all_attribute_values
@@ -108,3 +112,21 @@ def test_an_inbox_wait_says_whether_a_post_woke_it_or_it_timed_out(server: LiveS
     )
     assert labels == [("mentions", True, 1), ("timeout", False, 1)]
     assert not [v for v in all_attribute_values(otel) if MARKER in v]
+
+
+def test_a_5xx_answer_marks_the_request_span_failed_and_a_4xx_does_not(otel: Recorded) -> None:
+    # An answer a handler chose (recall's 503 store_busy, /readyz's 503): no exception reaches the
+    # middleware, so the status it sends is what marks the span.
+    async def answering(scope: Scope, receive: Receive, send: Send) -> None:
+        status = int(scope["path"].rsplit("/", 1)[1])
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    c = TestClient(TraceRequests(answering))  # not entered: no lifespan, requests only
+    assert c.get("/answer/503").status_code == 503
+    assert c.get("/answer/404").status_code == 404
+
+    failed, refused = sorted(otel.spans("GET"), key=lambda s: s.start_time or 0)
+    assert failed.status.status_code is StatusCode.ERROR
+    assert dict(failed.attributes or {})["error.type"] == "503"
+    assert refused.status.status_code is StatusCode.UNSET and "error.type" not in dict(refused.attributes or {})

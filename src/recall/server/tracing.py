@@ -29,7 +29,10 @@ class TraceRequests:
 
             async def sending(message: Message) -> None:
                 if message["type"] == "http.response.start":
-                    span.set({"http.response.status_code": int(message["status"])})
+                    status = int(message["status"])
+                    span.set({"http.response.status_code": status})
+                    if status >= 500:  # the server's failure (a 4xx is the caller's: not an error here)
+                        span.fail(str(status))
                 await send(message)
 
             try:

@@ -50,6 +50,12 @@ class Span:
         if self._span is not None:
             self._span.set_attributes({k: v for k, v in attributes.items() if v is not None})
 
+    def fail(self, kind: str) -> None:
+        """Mark the span failed, `kind` saying how (`error.type`): an HTTP request answered with
+        a 5xx, which no exception carried out of the handler."""
+        if self._span is not None:
+            _mark_failed(self._span, kind)
+
     def rename(self, name: str) -> None:
         """Name the span anew (an HTTP request's, once its route is known)."""
         if self._span is not None:
@@ -158,9 +164,12 @@ def _started(name: str, **options: Any) -> Iterator[Span]:
 
 
 def _failed(current: Any, exc: BaseException) -> None:
+    _mark_failed(current, type(exc).__name__)
+
+
+def _mark_failed(current: Any, kind: str) -> None:
     from opentelemetry.trace import Status, StatusCode
 
-    kind = type(exc).__name__
     current.set_attribute("error.type", kind)
     current.set_status(Status(StatusCode.ERROR, kind))
 
