@@ -3,6 +3,7 @@ recall's spans (the post, the context build, the inbox wait) are children of it.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,9 @@ from opentelemetry.trace import StatusCode
 from starlette.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
+from recall import Recall, World, telemetry
 from recall.server.config import ServerConfig
+from recall.server.inbox import CheckAnswer, CheckRequest, InboxChecks, InboxQuery
 from recall.server.tracing import TraceRequests
 from tests.server.conftest import LiveServer, create_world_w, start_server, stop_server
 from tests.server.test_http_api import wait_until, waiting
@@ -130,3 +133,30 @@ def test_a_5xx_answer_marks_the_request_span_failed_and_a_4xx_does_not(otel: Rec
     assert failed.status.status_code is StatusCode.ERROR
     assert dict(failed.attributes or {})["error.type"] == "503"
     assert refused.status.status_code is StatusCode.UNSET and "error.type" not in dict(refused.attributes or {})
+
+
+def test_checks_batched_together_build_each_context_in_its_own_requests_trace(
+    mem: Recall, world: World, otel: Recorded
+) -> None:
+    # Checks that arrive together run in one worker-thread call, started from the first one's
+    # context: each context built there must still be the child of its own request.
+    world.post("maria", "@agent-a hello")
+    world.post("maria", "@agent-b hello")
+    checks = InboxChecks(mem.service)
+
+    async def check_in(request: str, agent: str) -> CheckAnswer:
+        with telemetry.span(request):
+            return await checks.check(CheckRequest("w", agent, InboxQuery(include_context=True)))
+
+    async def both() -> list[CheckAnswer]:
+        # gather starts both before the batch runs: one batch holds the two checks.
+        return await asyncio.gather(check_in("first", "agent-a"), check_in("second", "agent-b"))
+
+    answers = asyncio.run(both())
+    assert [len(a.result.new_mentions) for a in answers] == [1, 1]
+    contexts = otel.spans("recall.context")
+    assert len(contexts) == 2
+    by_agent = {dict(s.attributes or {})["recall.agent.id"]: s for s in contexts}
+    assert children(otel, otel.one("first")) == ["recall.context"]
+    assert children(otel, otel.one("second")) == ["recall.context"]
+    assert by_agent["agent-b"].context.trace_id == otel.one("second").context.trace_id

@@ -225,6 +225,8 @@ class CheckRequest:
     #: A woken check's new mentions when they are known: the posts that woke it (see
     #: `Waiter.heard`). None: read from the store.
     heard: tuple[Message, ...] | None = None
+    #: The request's trace context (`telemetry.current`): a context built for it is the request's child.
+    trace: Any = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
@@ -280,7 +282,7 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
         known = self.answer_known(item)
         if known is not None:
             return known
-        checked = await self.submit(item)
+        checked = await self.submit(replace(item, trace=telemetry.current()))  # for the batch's thread
         assert isinstance(checked, CheckAnswer)
         return checked
 
@@ -364,19 +366,20 @@ class InboxChecks(GroupCommit[CheckRequest | Acknowledgement, CheckAnswer | int]
     def _with_context(self, item: CheckRequest) -> CheckResult | Exception:
         query = item.query
         try:
-            return self.service.deliveries.check(
-                item.world_id,
-                item.agent_id,
-                limit=query.limit,
-                mark_read=False,  # with the others, once the answer is rendered
-                include_context=True,
-                context_limit=query.context_limit,
-                session=query.session,
-                chat_id=query.chat_id,
-                refresh=query.refresh,
-                context_only_with_mentions=item.only_with_mentions,
-                record=query.record,
-            )
+            with telemetry.within(item.trace):
+                return self.service.deliveries.check(
+                    item.world_id,
+                    item.agent_id,
+                    limit=query.limit,
+                    mark_read=False,  # with the others, once the answer is rendered
+                    include_context=True,
+                    context_limit=query.context_limit,
+                    session=query.session,
+                    chat_id=query.chat_id,
+                    refresh=query.refresh,
+                    context_only_with_mentions=item.only_with_mentions,
+                    record=query.record,
+                )
         except Exception as exc:  # noqa: BLE001 - that check learns why
             return exc
 

@@ -126,6 +126,32 @@ def active() -> bool:
     return _state.resolve() is not None
 
 
+def current() -> Any:
+    """The current trace context, for work another thread does on this one's behalf (`within`):
+    a request's context built in a batch thread; None while nothing records."""
+    if _state.resolve() is None:
+        return None
+    from opentelemetry import context
+
+    return context.get_current()
+
+
+@contextmanager
+def within(carried: Any) -> Iterator[None]:
+    """Run the block in a trace context `current` gave (its spans are that context's children);
+    None: in this thread's own."""
+    if carried is None:
+        yield
+        return
+    from opentelemetry import context
+
+    token = context.attach(carried)
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
 def use_providers(tracer_provider: TracerProvider | None = None, meter_provider: MeterProvider | None = None) -> None:
     """Send recall's spans and metrics to these providers instead of the global ones (None: the
     global ones again). For tests and for an application that keeps recall's telemetry apart."""
