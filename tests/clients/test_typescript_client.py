@@ -11,6 +11,7 @@ Everything is built into a temporary folder: nothing is written into the reposit
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
 import os
 import re
@@ -108,7 +109,24 @@ def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> sub
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = tmp_path_factory.mktemp("typescript")
+    """Built once per run: under xdist, the first worker to get here builds into the folder the
+    workers share, and the others wait for it and take its build."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    root = shared / "typescript"
+    with open(shared / "typescript.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        done = root / "built"
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # what a worker that failed left
+            root.mkdir()
+            _build(root)
+            done.touch()
+    (tarball,) = root.glob("*.tgz")
+    return Built(tarball, root / "app")
+
+
+def _build(root: Path) -> None:
     # `npm pack` in a copy of the package's sources (its prepack script compiles them with tsc).
     pack = root / "pack"
     pack.mkdir()
@@ -142,7 +160,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     (app / "tsconfig.json").write_text(json.dumps(tsconfig))
     assert NODE is not None
     run([NODE, str(MODULES / "typescript" / "bin" / "tsc"), "-p", str(app / "tsconfig.json")], app)
-    return Built(tarball, app)
 
 
 def test_npm_pack_builds_the_package_with_its_types(built: Built) -> None:
