@@ -21,6 +21,14 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import Field, JsonValue, RootModel
 from typing_extensions import TypedDict
 
+
+def answering(model: Any, status: int = 200, also: dict[int, Any] | None = None) -> dict[str, Any]:
+    """A route's keywords that document its JSON answer, `model` for `status` (and `also`'s
+    entries for other statuses), while what it sends stays as is (`response_model=Any`: see the
+    module's docstring)."""
+    return {"response_model": Any, "responses": {status: {"model": model}, **(also or {})}}
+
+
 #: Who sent a message (`core.models.SenderType`).
 SenderType = Literal["human", "agent", "system", "world"]
 

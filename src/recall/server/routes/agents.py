@@ -19,8 +19,7 @@ router = APIRouter(tags=["agents"])
     "/v1/worlds/{world}/agents/{agent}/send",
     status_code=201,
     summary="Post as the agent",
-    response_model=Any,
-    responses={201: {"model": answers.Sent}},
+    **answers.answering(answers.Sent, 201),
 )
 async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> dict[str, Any]:
     state = state_of(request)
@@ -35,8 +34,7 @@ async def send(request: Request, acting: ActingAgent, body: schemas.SendIn) -> d
     "/v1/worlds/{world}/agents/{agent}/tool-results",
     status_code=201,
     summary="Store a result of the agent's tool call",
-    response_model=Any,
-    responses={201: {"model": answers.Sent}},
+    **answers.answering(answers.Sent, 201),
 )
 def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultIn) -> dict[str, Any]:
     """The result of one of the agent's own tool calls, for that agent alone: its context shows
@@ -52,8 +50,7 @@ def tool_result(request: Request, acting: ActingAgent, body: schemas.ToolResultI
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/decide",
     summary="Would the agent answer now?",
-    response_model=Any,
-    responses={200: {"model": answers.Decision}},
+    **answers.answering(answers.Decision),
 )
 def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dict[str, Any]:
     """The live decision for one message, turn limit included (spec §2): a human or world
@@ -67,8 +64,7 @@ def decide(request: Request, acting: ActingAgent, body: schemas.DecideIn) -> dic
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/llm-calls",
     summary="Count one LLM call",
-    response_model=Any,
-    responses={200: {"model": answers.TurnCount}},
+    **answers.answering(answers.TurnCount),
 )
 def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
     """Count one model call of the agent against its turn limit; the new count."""
@@ -78,8 +74,7 @@ def llm_call(request: Request, acting: ActingAgent) -> dict[str, Any]:
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/context",
     summary="Build the agent's context",
-    response_model=Any,
-    responses={200: {"model": context_answers.OpenAIContext | context_answers.AnthropicContext}},
+    **answers.answering(context_answers.OpenAIContext | context_answers.AnthropicContext),
 )
 def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> dict[str, Any]:
     state = state_of(request)
@@ -103,8 +98,7 @@ def context(request: Request, acting: ActingAgent, body: schemas.ContextIn) -> d
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/observations",
     status_code=201,
-    response_model=Any,
-    responses={201: {"model": answers.StoredId}},
+    **answers.answering(answers.StoredId, 201),
 )
 def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) -> dict[str, int]:
     """Store what the agent perceives (simulations); shown in its context in the first person."""
@@ -114,8 +108,7 @@ def observe(request: Request, acting: ActingAgent, body: schemas.ObservationIn) 
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/actions",
     status_code=201,
-    response_model=Any,
-    responses={201: {"model": answers.StoredId}},
+    **answers.answering(answers.StoredId, 201),
 )
 def act(request: Request, acting: ActingAgent, body: schemas.ActionIn) -> dict[str, int]:
     """Store what the agent did (simulations)."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from recall.server import context_answers, schemas
+from recall.server import answers, context_answers, schemas
 from recall.server.deps import ActingAgent, state_of
 
 router = APIRouter(tags=["calls"])
@@ -19,8 +19,7 @@ CallId = Annotated[str, "the id of a recorded call, c_…"]
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls",
     summary="The agent's recorded model calls",
-    response_model=Any,
-    responses={200: {"model": context_answers.Calls}},
+    **answers.answering(context_answers.Calls),
 )
 def list_calls(
     request: Request,
@@ -37,8 +36,7 @@ def list_calls(
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}",
     summary="One recorded model call",
-    response_model=Any,
-    responses={200: {"model": context_answers.Call}},
+    **answers.answering(context_answers.Call),
 )
 def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
     return state_of(request).service.calls.get(acting.key, acting.agent, call_id).to_dict()
@@ -47,8 +45,7 @@ def get_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, A
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/outcome",
     summary="Report what came of a call",
-    response_model=Any,
-    responses={200: {"model": context_answers.Outcome}},
+    **answers.answering(context_answers.Outcome),
 )
 def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: schemas.OutcomeIn) -> dict[str, Any]:
     """The model answered (`error` null) or failed (`error` says how): shown with the call, in
@@ -63,8 +60,7 @@ def report_outcome(request: Request, acting: ActingAgent, call_id: str, body: sc
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/replay",
     summary="Rebuild a call from the store",
-    response_model=Any,
-    responses={200: {"model": context_answers.Replay}},
+    **answers.answering(context_answers.Replay),
 )
 def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str, Any]:
     """The call's context rebuilt now (same trigger, same explicit settings): `identical` when
@@ -76,8 +72,7 @@ def replay_call(request: Request, acting: ActingAgent, call_id: str) -> dict[str
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/calls/{call_id}/compare",
     summary="Compare a call",
-    response_model=Any,
-    responses={200: {"model": context_answers.Replay}},
+    **answers.answering(context_answers.Replay),
 )
 def compare_call(request: Request, acting: ActingAgent, call_id: str, body: schemas.CompareIn) -> dict[str, Any]:
     """The call beside another recorded call (`other`), or beside its context rebuilt now with

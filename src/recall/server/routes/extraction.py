@@ -18,8 +18,7 @@ router = APIRouter(tags=["facts"])
     "/v1/worlds/{world}/agents/{agent}/extract",
     status_code=202,
     summary="Queue fact extraction from an agent's conversation (after its run)",
-    response_model=Any,
-    responses={202: {"model": answers.ExtractionQueued}},
+    **answers.answering(answers.ExtractionQueued, 202),
 )
 def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who: Caller) -> dict[str, Any]:
     scope = None if body.scope is None else state_of(request).gate.scope(who, body.scope)[0]
@@ -31,8 +30,7 @@ def extract(request: Request, acting: ActingAgent, body: schemas.ExtractIn, who:
 @router.post(
     "/v1/extraction/flush",
     summary="Run the caller's queued fact extractions now",
-    response_model=Any,
-    responses={200: {"model": answers.Extractions}},
+    **answers.answering(answers.Extractions),
 )
 async def flush_extraction(
     request: Request, who: Annotated[Principal, tenant_key("flush the extraction queue")]

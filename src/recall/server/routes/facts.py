@@ -22,8 +22,7 @@ router = APIRouter(tags=["facts"])
 @router.get(
     "/v1/scopes",
     summary="Scopes of the caller's tenant that hold facts",
-    response_model=Any,
-    responses={200: {"model": answers.Scopes}},
+    **answers.answering(answers.Scopes),
 )
 def list_scopes(request: Request, who: Annotated[Principal, tenant_key("list every scope")]) -> dict[str, Any]:
     return {"scopes": [{"scope": s, "facts": n} for s, n in facts_of(request).fact_scopes(who.tenant)]}
@@ -32,8 +31,7 @@ def list_scopes(request: Request, who: Annotated[Principal, tenant_key("list eve
 @router.get(
     "/v1/scopes/{scope:path}/facts/export",
     summary="Export a scope's facts and sections",
-    response_model=Any,
-    responses={200: {"model": answers.FactsExport}},
+    **answers.answering(answers.FactsExport),
 )
 def export_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     return facts_of(request).export_facts(*scope)
@@ -42,8 +40,7 @@ def export_facts(request: Request, scope: FactScope) -> dict[str, Any]:
 @router.post(
     "/v1/scopes/{scope:path}/facts/import",
     summary="Import facts (an export's JSON)",
-    response_model=Any,
-    responses={200: {"model": answers.FactsImported}},
+    **answers.answering(answers.FactsImported),
 )
 def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn) -> dict[str, int]:
     data = body.model_dump(exclude={"replace"})
@@ -55,8 +52,7 @@ def import_facts(request: Request, scope: FactScope, body: schemas.FactsImportIn
 @router.get(
     "/v1/scopes/{scope:path}/facts",
     summary="A scope's facts and summary sections",
-    response_model=Any,
-    responses={200: {"model": answers.FactListing}},
+    **answers.answering(answers.FactListing),
 )
 def list_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     facts = facts_of(request)
@@ -67,8 +63,7 @@ def list_facts(request: Request, scope: FactScope) -> dict[str, Any]:
     "/v1/scopes/{scope:path}/facts",
     status_code=201,
     summary="Add a fact",
-    response_model=Any,
-    responses={201: {"model": answers.Fact}},
+    **answers.answering(answers.Fact, 201),
 )
 def add_fact(request: Request, scope: FactScope, body: schemas.FactIn) -> dict[str, Any]:
     canonical, tenant = scope
@@ -78,8 +73,7 @@ def add_fact(request: Request, scope: FactScope, body: schemas.FactIn) -> dict[s
 @router.delete(
     "/v1/scopes/{scope:path}/facts",
     summary="Clear a scope: every fact and section",
-    response_model=Any,
-    responses={200: {"model": answers.FactsRemoved}},
+    **answers.answering(answers.FactsRemoved),
 )
 def clear_facts(request: Request, scope: FactScope) -> dict[str, int]:
     return {"removed": facts_of(request).clear_facts(*scope)}
@@ -88,8 +82,7 @@ def clear_facts(request: Request, scope: FactScope) -> dict[str, int]:
 @router.get(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="One fact",
-    response_model=Any,
-    responses={200: {"model": answers.Fact}},
+    **answers.answering(answers.Fact),
 )
 def get_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, Any]:
     canonical, tenant = scope
@@ -99,8 +92,7 @@ def get_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, A
 @router.patch(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="Change some fields of a fact",
-    response_model=Any,
-    responses={200: {"model": answers.Fact}},
+    **answers.answering(answers.Fact),
 )
 def update_fact(request: Request, scope: FactScope, fact_id: FactId, body: schemas.FactPatch) -> dict[str, Any]:
     canonical, tenant = scope
@@ -111,8 +103,7 @@ def update_fact(request: Request, scope: FactScope, fact_id: FactId, body: schem
 @router.delete(
     "/v1/scopes/{scope:path}/facts/{fact_id}",
     summary="Delete a fact",
-    response_model=Any,
-    responses={200: {"model": answers.DeletedOne}},
+    **answers.answering(answers.DeletedOne),
 )
 def delete_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str, bool]:
     canonical, tenant = scope
@@ -123,8 +114,7 @@ def delete_fact(request: Request, scope: FactScope, fact_id: FactId) -> dict[str
 @router.get(
     "/v1/scopes/{scope:path}/sections",
     summary="A scope's summary sections",
-    response_model=Any,
-    responses={200: {"model": answers.Sections}},
+    **answers.answering(answers.Sections),
 )
 def get_sections(request: Request, scope: FactScope) -> dict[str, str]:
     return facts_of(request).sections(*scope)
@@ -133,8 +123,7 @@ def get_sections(request: Request, scope: FactScope) -> dict[str, str]:
 @router.put(
     "/v1/scopes/{scope:path}/sections",
     summary="Set sections (an empty text removes one)",
-    response_model=Any,
-    responses={200: {"model": answers.Sections}},
+    **answers.answering(answers.Sections),
 )
 def set_sections(request: Request, scope: FactScope, body: schemas.SectionsIn) -> dict[str, str]:
     canonical, tenant = scope

@@ -17,8 +17,7 @@ router = APIRouter(tags=["agents"])
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/deliveries",
     summary="What the agent was sent",
-    response_model=Any,
-    responses={200: {"model": answers.Deliveries}},
+    **answers.answering(answers.Deliveries),
 )
 def deliveries(
     request: Request,
@@ -72,8 +71,7 @@ async def check_inbox(
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/inbox/ack",
     summary="Mark messages read",
-    response_model=Any,
-    responses={200: {"model": answers.Acknowledged}},
+    **answers.answering(answers.Acknowledged),
 )
 def ack(request: Request, acting: ActingAgent, body: schemas.AckIn) -> dict[str, int]:
     return {"acknowledged": state_of(request).service.deliveries.ack(acting.key, acting.agent, body.ids)}

@@ -34,8 +34,7 @@ NDJSON = "application/x-ndjson"
 @router.delete(
     "/v1/worlds/{world}",
     summary="Delete a world and everything in it",
-    response_model=Any,
-    responses={200: {"model": answers.Deleted}},
+    **answers.answering(answers.Deleted),
 )
 def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("delete worlds")]) -> dict[str, Any]:
     """Participants, chats, messages, deliveries and read state, notes, observations, memories,
@@ -48,8 +47,7 @@ def delete_world(request: Request, record: Annotated[WorldRecord, tenant_world("
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="Delete an agent",
-    response_model=Any,
-    responses={200: {"model": answers.Deleted}},
+    **answers.answering(answers.Deleted),
 )
 def delete_agent(
     request: Request, agent: str, record: Annotated[WorldRecord, tenant_world("delete agents")], erase: Erase = False
@@ -64,8 +62,7 @@ def delete_agent(
     "/v1/worlds/{world}/humans/{human}",
     tags=["participants"],
     summary="Delete (or erase) a human",
-    response_model=Any,
-    responses={200: {"model": answers.Deleted}},
+    **answers.answering(answers.Deleted),
 )
 def delete_human(
     request: Request, human: str, record: Annotated[WorldRecord, tenant_world("delete humans")], erase: Erase = False
@@ -81,8 +78,7 @@ def delete_human(
     "/v1/worlds/{world}/messages/{message_id}",
     tags=["messages"],
     summary="Delete a message",
-    response_model=Any,
-    responses={200: {"model": answers.Deleted}},
+    **answers.answering(answers.Deleted),
 )
 def delete_message(
     request: Request,

@@ -30,8 +30,7 @@ def add_shared_note(request: Request, record: WorldOf, body: schemas.NoteIn) -> 
 @router.get(
     "/v1/worlds/{world}/memories",
     summary="Shared memories, most important first",
-    response_model=Any,
-    responses={200: {"model": answers.Memories}},
+    **answers.answering(answers.Memories),
 )
 def list_shared_notes(
     request: Request, record: WorldOf, min_importance: MinImportance = 1, limit: Limit = 100
@@ -42,8 +41,7 @@ def list_shared_notes(
 @router.patch(
     "/v1/worlds/{world}/memories/{note_id}",
     summary="Change a shared memory in place",
-    response_model=Any,
-    responses={200: {"model": answers.Memory}},
+    **answers.answering(answers.Memory),
 )
 def update_shared_note(
     request: Request,
@@ -58,8 +56,7 @@ def update_shared_note(
 @router.delete(
     "/v1/worlds/{world}/memories/{note_id}",
     summary="Delete a shared memory",
-    response_model=Any,
-    responses={200: {"model": answers.DeletedOne}},
+    **answers.answering(answers.DeletedOne),
 )
 def delete_shared_note(
     request: Request, record: Annotated[WorldRecord, tenant_world("delete shared memories")], note_id: MemoryId
@@ -82,8 +79,7 @@ def add_private_note(request: Request, acting: ActingAgent, body: schemas.NoteIn
 @router.get(
     "/v1/worlds/{world}/agents/{agent}/memories",
     summary="Shared memories and the agent's own",
-    response_model=Any,
-    responses={200: {"model": answers.Memories}},
+    **answers.answering(answers.Memories),
 )
 def list_agent_notes(
     request: Request, acting: ActingAgent, min_importance: MinImportance = 1, limit: Limit = 100
@@ -94,8 +90,7 @@ def list_agent_notes(
 @router.patch(
     "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
     summary="Change one of its memories in place",
-    response_model=Any,
-    responses={200: {"model": answers.Memory}},
+    **answers.answering(answers.Memory),
 )
 def update_agent_note(
     request: Request, acting: ActingAgent, note_id: MemoryId, body: schemas.NotePatch
@@ -107,8 +102,7 @@ def update_agent_note(
 @router.delete(
     "/v1/worlds/{world}/agents/{agent}/memories/{note_id}",
     summary="Delete one of its memories",
-    response_model=Any,
-    responses={200: {"model": answers.DeletedOne}},
+    **answers.answering(answers.DeletedOne),
 )
 def delete_agent_note(request: Request, acting: ActingAgent, note_id: MemoryId) -> dict[str, bool]:
     memories_of(request).delete_memory(acting.key, note_id, agent=acting.agent)

@@ -53,8 +53,7 @@ def announce(state: ServerState, stored: Posted) -> dict[str, Any]:
 @router.get(
     "/v1/worlds/{world}/messages",
     summary="A chat's messages, oldest first",
-    response_model=Any,
-    responses={200: {"model": answers.MessagePage}},
+    **answers.answering(answers.MessagePage),
 )
 def list_messages(
     request: Request,

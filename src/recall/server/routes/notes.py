@@ -24,16 +24,14 @@ MEMORY = "/v1/worlds/{world}/agents/{agent}/memory"
     NOTES,
     tags=["notes"],
     summary="Every note the agent keeps",
-    response_model=Any,
-    responses={200: {"model": answers.Notes}},
+    **answers.answering(answers.Notes),
 )
 @router.get(
     MEMORY,
     tags=["memory"],
     summary="Everything the agent remembers",
     deprecated=True,
-    response_model=Any,
-    responses={200: {"model": answers.Notes}},
+    **answers.answering(answers.Notes),
 )
 def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
     return views.notes(state_of(request).service.agent_state.notes(acting.key, acting.agent))
@@ -43,16 +41,14 @@ def list_memory(request: Request, acting: ActingAgent) -> dict[str, Any]:
     NOTES + "/{key}",
     tags=["notes"],
     summary="Keep a note under a key",
-    response_model=Any,
-    responses={200: {"model": answers.Note}},
+    **answers.answering(answers.Note),
 )
 @router.put(
     MEMORY + "/{key}",
     tags=["memory"],
     summary="Remember a value",
     deprecated=True,
-    response_model=Any,
-    responses={200: {"model": answers.Note}},
+    **answers.answering(answers.Note),
 )
 def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.MemoryIn) -> dict[str, Any]:
     return state_of(request).service.agent_state.remember(acting.key, acting.agent, key, body.value, body.ttl).to_dict()
@@ -62,16 +58,14 @@ def remember(request: Request, acting: ActingAgent, key: NoteKey, body: schemas.
     NOTES + "/{key}",
     tags=["notes"],
     summary="The note under a key",
-    response_model=Any,
-    responses={200: {"model": answers.Note}},
+    **answers.answering(answers.Note),
 )
 @router.get(
     MEMORY + "/{key}",
     tags=["memory"],
     summary="Recall a value",
     deprecated=True,
-    response_model=Any,
-    responses={200: {"model": answers.Note}},
+    **answers.answering(answers.Note),
 )
 def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, Any]:
     return state_of(request).service.agent_state.recall_note(acting.key, acting.agent, key).to_dict()
@@ -81,16 +75,14 @@ def recall_value(request: Request, acting: ActingAgent, key: NoteKey) -> dict[st
     NOTES + "/{key}",
     tags=["notes"],
     summary="Forget the note under a key",
-    response_model=Any,
-    responses={200: {"model": answers.Forgotten}},
+    **answers.answering(answers.Forgotten),
 )
 @router.delete(
     MEMORY + "/{key}",
     tags=["memory"],
     summary="Forget a value",
     deprecated=True,
-    response_model=Any,
-    responses={200: {"model": answers.Forgotten}},
+    **answers.answering(answers.Forgotten),
 )
 def forget(request: Request, acting: ActingAgent, key: NoteKey) -> dict[str, bool]:
     return views.forgotten(state_of(request).service.agent_state.forget(acting.key, acting.agent, key))

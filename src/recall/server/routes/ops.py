@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -14,7 +14,7 @@ from recall.server.deps import Caller, operator_key, state_of
 router = APIRouter(tags=["ops"])
 
 
-@router.get("/healthz", summary="The process is up", response_model=Any, responses={200: {"model": answers.Health}})
+@router.get("/healthz", summary="The process is up", **answers.answering(answers.Health))
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 

@@ -16,8 +16,7 @@ router = APIRouter(tags=["search"])
 @router.post(
     "/v1/worlds/{world}/search",
     summary="Search a world's messages, memories and facts",
-    response_model=Any,
-    responses={200: {"model": answers.SearchResults}},
+    **answers.answering(answers.SearchResults),
 )
 def search_world(
     request: Request,
@@ -30,8 +29,7 @@ def search_world(
 @router.post(
     "/v1/worlds/{world}/agents/{agent}/search",
     summary="Search what an agent may see",
-    response_model=Any,
-    responses={200: {"model": answers.SearchResults}},
+    **answers.answering(answers.SearchResults),
 )
 def search_agent(request: Request, acting: ActingAgent, body: schemas.SearchIn) -> dict[str, Any]:
     return _search(request, acting.key, acting.world.tenant, acting.agent, body)

@@ -22,8 +22,7 @@ router = APIRouter()
     status_code=201,
     tags=["worlds"],
     summary="Create a world",
-    response_model=Any,
-    responses={201: {"model": answers.WorldInfo}},
+    **answers.answering(answers.WorldInfo, 201),
 )
 def create_world(
     request: Request, body: schemas.WorldIn, who: Annotated[Principal, tenant_key("create worlds")]
@@ -36,8 +35,7 @@ def create_world(
     "/v1/worlds",
     tags=["worlds"],
     summary="List the caller's worlds",
-    response_model=Any,
-    responses={200: {"model": answers.Worlds}},
+    **answers.answering(answers.Worlds),
 )
 def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
     return {"worlds": [views.world(w) for w in state_of(request).gate.worlds(who)]}
@@ -47,8 +45,7 @@ def list_worlds(request: Request, who: Caller) -> dict[str, Any]:
     "/v1/worlds/{world}",
     tags=["worlds"],
     summary="A world with its participants and chats",
-    response_model=Any,
-    responses={200: {"model": answers.WorldDetail}},
+    **answers.answering(answers.WorldDetail),
 )
 def get_world(request: Request, record: WorldOf) -> dict[str, Any]:
     service = state_of(request).service
@@ -72,8 +69,9 @@ EXISTED = "It was registered already (`exist_ok=true`)"
     status_code=201,
     tags=["participants"],
     summary="Register an agent",
-    response_model=Any,
-    responses={201: {"model": answers.AgentSettings}, 200: {"model": answers.AgentSettings, "description": EXISTED}},
+    **answers.answering(
+        answers.AgentSettings, 201, also={200: {"model": answers.AgentSettings, "description": EXISTED}}
+    ),
 )
 def add_agent(
     request: Request,
@@ -94,8 +92,7 @@ def add_agent(
     status_code=201,
     tags=["participants"],
     summary="Register a human",
-    response_model=Any,
-    responses={201: {"model": answers.Human}, 200: {"model": answers.Human, "description": EXISTED}},
+    **answers.answering(answers.Human, 201, also={200: {"model": answers.Human, "description": EXISTED}}),
 )
 def add_human(
     request: Request,
@@ -114,8 +111,7 @@ def add_human(
     "/v1/worlds/{world}/agents",
     tags=["participants"],
     summary="The world's agents with their settings",
-    response_model=Any,
-    responses={200: {"model": answers.Agents}},
+    **answers.answering(answers.Agents),
 )
 def list_agents(
     request: Request, record: Annotated[WorldRecord, tenant_world("read every agent's settings")]
@@ -128,8 +124,7 @@ def list_agents(
     "/v1/worlds/{world}/humans",
     tags=["participants"],
     summary="The world's humans",
-    response_model=Any,
-    responses={200: {"model": answers.Humans}},
+    **answers.answering(answers.Humans),
 )
 def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
     humans = state_of(request).service.worlds.humans(record.key)
@@ -140,8 +135,7 @@ def list_humans(request: Request, record: WorldOf) -> dict[str, Any]:
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="An agent's settings",
-    response_model=Any,
-    responses={200: {"model": answers.AgentSettings}},
+    **answers.answering(answers.AgentSettings),
 )
 def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
     """The agent's profile: its admin's key or its own may read it."""
@@ -153,8 +147,7 @@ def get_agent(request: Request, acting: ActingAgent) -> dict[str, Any]:
     "/v1/worlds/{world}/agents/{agent}",
     tags=["participants"],
     summary="Change an agent's settings",
-    response_model=Any,
-    responses={200: {"model": answers.AgentSettings}},
+    **answers.answering(answers.AgentSettings),
 )
 def update_agent(
     request: Request,
